@@ -425,7 +425,7 @@ def _profile(conn, q: str, f: dict) -> dict:
     return {
         "ms": ms,
         "parts": merged,
-        "bm25": sum(1 for x in sql if "bm25(" in x and not x.startswith("--")),
+        "bm25": sum(1 for x in sql if ("bm25(" in x or "bm25_top(" in x) and not x.startswith("--")),
         "statements": sum(1 for x in sql if not x.startswith("--")),
     }
 

@@ -526,6 +526,10 @@ def test_v7_store_migrates_and_finds_the_same_symbol_hits(store):
 # connection maps the store, a search process imports no writer module
 
 
+#: a statement that ranks: ``bm25()``, ``ck_bm25`` or ``ck_bm25_top`` (``retrieve.rank_expr``)
+RANKS = re.compile(r"bm25(?:_top)?\(")
+
+
 def _statements(conn, fn) -> list[str]:
     seen: list[str] = []
     conn.set_trace_callback(seen.append)
@@ -562,7 +566,7 @@ def test_a_match_without_matches_is_never_ranked(corpus_conn, filters):
     # no ranking statement of its own: the only statement naming bm25() is the window
     # walk that ranks the newest matches as they come (``newest_ranked_sql``), which
     # calls it for no row here
-    assert not [s for s in fts if "bm25(" in s and "ORDER BY rowid DESC LIMIT" not in s], (
+    assert not [s for s in fts if RANKS.search(s) and "ORDER BY rowid DESC LIMIT" not in s], (
         "a list without matches was ranked"
     )
     # one statement per list (the window: its count, its ids when filtered, or its
@@ -620,7 +624,7 @@ def test_the_newest_matches_ranked_in_one_walk_are_the_window_above_its_floor(
 
 def test_a_match_with_matches_is_still_ranked(corpus_conn):
     sql = _statements(corpus_conn, lambda: search(corpus_conn, "error"))
-    assert [s for s in sql if "bm25(fts_words" in s]
+    assert [s for s in sql if re.search(r"bm25(?:_top)?\(fts_words", s)]
 
 
 def test_an_interactive_reader_maps_the_store_and_bulk_readers_do_not(corpus_store):
@@ -976,6 +980,49 @@ def test_finds_is_whether_a_search_has_a_hit_and_stops_at_the_first_list(corpus_
         assert n_finds == 1 < n_search
 
 
+@pytest.mark.parametrize("q", ["error", "validates", "the file", "printer validates"])
+def test_finds_without_filters_ranks_no_list_when_the_newest_match_has_a_hit(corpus_conn, q):
+    """Without filters, ``finds`` answers from a list's newest match (its text held by
+    an entry): no statement ranks (no BM25 window, no phrase count), and the answer is
+    ``search(limit=1)``'s."""
+    from ctxkeep.query.search import finds
+
+    got: list = []
+    seen = _statements(corpus_conn, lambda: got.append(finds(corpus_conn, q, Filters())))
+    assert got == [True] == [bool(search(corpus_conn, q, limit=1, parallel=False, suggest_words=False).hits)]
+    assert not [s for s in seen if RANKS.search(s)], seen
+    assert [s for s in seen if " MATCH " in s and "LIMIT 1" in s]
+
+
+def test_finds_ranks_the_list_when_no_entry_holds_the_newest_match(store):
+    """A newest match whose text no entry holds (not a hit) sends ``finds`` to the
+    ranked list, as the search ranks it: the same answer, from an older match."""
+    from ctxkeep.query.search import finds
+
+    w = sqlite_store.connect(store)
+    newest = w.execute(
+        "SELECT rowid FROM fts_words WHERE fts_words MATCH '\"error\"' ORDER BY rowid DESC LIMIT 1"
+    ).fetchone()[0]
+    w.execute(
+        "DELETE FROM entry_rows WHERE content_id = (SELECT content_id FROM chunk_rows WHERE chunk_id = ?)",
+        (newest,),
+    )
+    w.commit()
+    w.close()
+    conn = sqlite_store.connect(store, readonly=True)
+    got: list = []
+    seen = _statements(conn, lambda: got.append(finds(conn, "error", Filters())))
+    hits = search(conn, "error", limit=1, parallel=False, suggest_words=False).hits
+    assert got == [True] == [bool(hits)]
+    # the newest match is not a hit now: no entry holds it
+    assert not conn.execute(
+        "SELECT 1 FROM entry_rows WHERE content_id = (SELECT content_id FROM chunk_rows WHERE chunk_id = ?)",
+        (newest,),
+    ).fetchone()
+    assert [s for s in seen if RANKS.search(s)]  # the ranked window ran
+    conn.close()
+
+
 PATH_TERM = "/Users/chip/dev/ai-music/diverse_musical_ai.py"
 
 
@@ -1010,7 +1057,7 @@ def test_a_term_none_passing_the_facet_filter_holds_is_walked_once(
 
     filters = Filters(**f)
     assert search_mod._absent_terms(corpus_conn, q, filters.facet_match()) == absent
-    ranked = re.compile(r"(?:ck_bm25|bm25)\(.*MATCH '(.*?)'(?: ORDER| AND rowid|\) ORDER)", re.S)
+    ranked = re.compile(r"(?:ck_bm25_top|ck_bm25|bm25)\(.*MATCH '(.*?)'(?: ORDER| AND rowid|\) ORDER)", re.S)
 
     def run() -> tuple[list, list[str]]:
         got: list = []

@@ -238,14 +238,15 @@ def test_search_gives_the_same_hits_with_and_without_the_library(corpus_store, m
         conn.set_trace_callback(sql.append)
         search(conn, "exit code", limit=10, parallel=False)
         conn.set_trace_callback(None)
-        assert any("ck_bm25(" in s for s in sql) and not any(" bm25(" in s for s in sql)
+        # the lists read their best rows: ck_bm25_top (ck_bm25's values for those rows)
+        assert any("ck_bm25_top(" in s for s in sql) and not any(" bm25(" in s for s in sql)
         monkeypatch.setattr(native_rank, "_lib", None)  # as without a compiler at install
         assert not native_rank.ready(conn)
         sql.clear()
         conn.set_trace_callback(sql.append)
         without = [search(conn, q, filters=Filters(**f), limit=10, parallel=False) for q, f in QUERIES]
         conn.set_trace_callback(None)
-        assert not any("ck_bm25(" in s for s in sql) and any("bm25(" in s for s in sql)
+        assert not any("ck_bm25" in s for s in sql) and any("bm25(" in s for s in sql)
     finally:
         conn.close()
     assert sum(len(r.hits) for r in without) > 20
@@ -256,6 +257,11 @@ def test_search_gives_the_same_hits_with_and_without_the_library(corpus_store, m
 def test_rank_expr_names_the_table_and_the_match_parameter():
     assert retrieve.rank_expr("fts_words") == "bm25(fts_words, 4.0, 1.0, 0.0)"
     assert retrieve.rank_expr("fts_words", True, 4) == "ck_bm25(fts_words, 'fts_words', ?4, 4.0, 1.0, 0.0)"
+    assert (
+        retrieve.rank_expr("fts_words", True, 4, 3)
+        == "ck_bm25_top(fts_words, 'fts_words', ?4, ?3, 4.0, 1.0, 0.0)"
+    )
+    assert retrieve.rank_expr("fts_words", False, 4, 3) == "bm25(fts_words, 4.0, 1.0, 0.0)"
     text, params = retrieve.ranked_sql("fts_grams", '"ab"', 7, 10, True)
     assert "?4" in text and "MATCH ?1 AND rowid > ?2" in text and params == ('"ab"', 7, 10, '"ab"')
 
@@ -324,3 +330,92 @@ def test_data_version_follows_every_commit_to_main_and_nothing_else(tmp_path):
     assert now(w) == w1 and now(r) == r1
     w.close()
     r.close()
+
+
+def _top(conn: sqlite3.Connection, fn: str, match: str, k: int, weights: str = WEIGHTS, order: str = "DESC"):
+    """The ``k`` best ``(rowid, rank)`` of ``match`` as a list statement reads them
+    (``ORDER BY r, rowid DESC LIMIT k``), ranked by ``fn`` over the matches walked in
+    rowid ``order``."""
+    args = {
+        "bm25": f"fts_words, {weights}",
+        "ck_bm25": f"fts_words, 'fts_words', ?2, {weights}",
+        "ck_bm25_top": f"fts_words, 'fts_words', ?2, ?3, {weights}",
+    }[fn]
+    sql = (
+        f"SELECT id, r FROM (SELECT rowid AS id, {fn}({args}) AS r FROM fts_words WHERE fts_words MATCH ?1 "
+        f"ORDER BY rowid {order}) ORDER BY r, id DESC LIMIT ?3"
+    )
+    return conn.execute(sql, (match, retrieve.phrase_keys(match), k)).fetchall()
+
+
+@pytest.mark.parametrize("k", [1, 7, 50])
+def test_ck_bm25_top_gives_the_k_best_rows_bm25_gives_and_bounds_the_others(corpus_store, k):
+    """``ck_bm25_top``: the ``k`` best rows of every MATCH shape, walked newest or
+    oldest first, are ``bm25()``'s with the same values bit for bit; rows that cannot be
+    among them are given their bound without reading their length (counted)."""
+    conn = sqlite_store.connect(corpus_store[0], readonly=True)
+    try:
+        assert native_rank.ready(conn)
+        ranked0, bounded0 = native_rank.top_stats(conn)
+        compared = 0
+        for match in MATCHES:
+            for order in ("DESC", "ASC"):
+                want = _top(conn, "bm25", match, k, order=order)
+                assert _top(conn, "ck_bm25_top", match, k, order=order) == want, (match, order)
+                assert _top(conn, "ck_bm25", match, k, order=order) == want
+                compared += len(want)
+        ranked, bounded = native_rank.top_stats(conn)
+        assert compared >= len(MATCHES) * k  # most shapes match at least k rows
+        assert bounded - bounded0 > 0 and ranked - ranked0 > 0  # rows bounded, the best ranked
+    finally:
+        conn.close()
+
+
+def test_ck_bm25_top_bounds_nothing_under_a_negative_weight(corpus_store):
+    """A negative column weight makes a row's frequency lower its score: no bound holds,
+    so every row is ranked (its length read), to ``bm25()``'s values."""
+    conn = sqlite_store.connect(corpus_store[0], readonly=True)
+    try:
+        assert native_rank.ready(conn)
+        for match in ('"exit" OR "code"', '"file"'):
+            _, b0 = native_rank.top_stats(conn)
+            want = _top(conn, "bm25", match, 5, "1.0, -1.0, 0.5")
+            assert _top(conn, "ck_bm25_top", match, 5, "1.0, -1.0, 0.5") == want and len(want) == 5
+            assert native_rank.top_stats(conn)[1] == b0
+    finally:
+        conn.close()
+
+
+def test_list_statements_read_the_same_rows_with_and_without_the_bound(corpus_store, monkeypatch):
+    """The list statements that read their best rows (``newest_ranked_sql``,
+    ``ranked_sql``, ``ranked_ids_sql``; a filtered window's best ``n`` + 1 with its
+    floor, ``ranked_window``) give the same rows and ranks with ``ck_bm25_top`` as with
+    ``ck_bm25`` (``rank_expr`` without ``top_at``)."""
+    conn = sqlite_store.connect(corpus_store[0], readonly=True)
+    try:
+        assert native_rank.ready(conn)
+        real = retrieve.rank_expr
+
+        def exact(fts, native=False, key_at=0, top_at=None):  # the same parameters, no bound
+            e = real(fts, native, key_at)
+            return f"({e} + 0 * ?{top_at})" if native and top_at is not None else e
+
+        facets = Filters(kind="message").facet_match()
+        shapes = ['"exit" AND "code"', '"file"', '"test"*', '"exit" OR "code" OR "branch"']
+        got, want = [], []
+        for out, fn in ((got, real), (want, exact)):
+            monkeypatch.setattr(retrieve, "rank_expr", fn)
+            for m in shapes:
+                ids = [r[0] for r in conn.execute(*retrieve.window_ids_sql("fts_words", m))][::-1]
+                out.append(
+                    conn.execute(*retrieve.newest_ranked_sql("fts_words", m, 2000, 10, True)).fetchall()
+                )
+                out.append(conn.execute(*retrieve.ranked_sql("fts_words", m, 0, 10, True)).fetchall())
+                out.append(conn.execute(*retrieve.ranked_ids_sql("fts_words", m, ids, 10, True)).fetchall())
+                # a subset of the span: rows the IN leaves out are never ranked (nor bounded)
+                part = ids[::3]
+                out.append(conn.execute(*retrieve.ranked_ids_sql("fts_words", m, part, 10, True)).fetchall())
+                out.append(retrieve.ranked_window(conn, "fts_words", f"({m}) AND {facets}", 10, m))
+        assert got == want and all(x for x in got)
+    finally:
+        conn.close()

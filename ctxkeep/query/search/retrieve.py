@@ -129,13 +129,15 @@ def ranked_sql(fts: str, match: str, floor: int, n: int, native: bool = False) -
     """The ``n`` best ``(rowid, rank)`` of the matches above rowid ``floor`` (BM25
     rank ascending = better; equal ranks newest first)."""
     return Sql(
-        f"SELECT rowid, {rank_expr(fts, native, 4)} AS r FROM {fts} WHERE {fts} MATCH ?1 AND rowid > ?2 "
+        f"SELECT rowid, {rank_expr(fts, native, 4, 3)} AS r FROM {fts} WHERE {fts} MATCH ?1 AND rowid > ?2 "
         f"ORDER BY r, rowid DESC LIMIT ?3",
         (match, floor, n, phrase_keys(match)) if native else (match, floor, n),
     )
 
 
-def newest_ranked_sql(fts: str, match: str, window: int, n: int, native: bool = False) -> Sql:
+def newest_ranked_sql(
+    fts: str, match: str, window: int, n: int, native: bool = False, top: int | None = None
+) -> Sql:
     """The ``n`` best ``(rowid, rank)`` of the ``window`` newest matches of ``match``
     (as ``ranked_sql`` orders them: BM25 rank ascending, equal ranks newest first), in
     one statement: the newest matches are walked once, ranked as they come. The same
@@ -143,15 +145,26 @@ def newest_ranked_sql(fts: str, match: str, window: int, n: int, native: bool = 
     list of the bench's 200 queries compared, 500 MB and 2 GB stores), which walk the
     window twice: the 111 unfiltered lists of those queries at 500 MB, min of 5, 570 →
     491 ms CPU. The subquery keeps its ``LIMIT`` (SQLite never flattens a limited
-    subquery into an ordered outer query)."""
+    subquery into an ordered outer query).
+
+    ``top``: the rows whose ranks are read (``ck_bm25_top``: the others may get a bound
+    that keeps them out of the ``top`` best; ``rank_expr``); default ``n``; None or
+    ``window`` and above: every rank exact."""
+    top = n if top is None else top
+    if not native or top >= window:
+        return Sql(
+            f"SELECT id, r FROM (SELECT rowid AS id, {rank_expr(fts, native, 4)} AS r FROM {fts} WHERE {fts} "
+            f"MATCH ?1 ORDER BY rowid DESC LIMIT ?2) ORDER BY r, id DESC LIMIT ?3",
+            (match, window, n, phrase_keys(match)) if native else (match, window, n),
+        )
     return Sql(
-        f"SELECT id, r FROM (SELECT rowid AS id, {rank_expr(fts, native, 4)} AS r FROM {fts} WHERE {fts} "
+        f"SELECT id, r FROM (SELECT rowid AS id, {rank_expr(fts, native, 4, 5)} AS r FROM {fts} WHERE {fts} "
         f"MATCH ?1 ORDER BY rowid DESC LIMIT ?2) ORDER BY r, id DESC LIMIT ?3",
-        (match, window, n, phrase_keys(match)) if native else (match, window, n),
+        (match, window, n, phrase_keys(match), top),
     )
 
 
-def rank_expr(fts: str, native: bool = False, key_at: int = 0) -> str:
+def rank_expr(fts: str, native: bool = False, key_at: int = 0, top_at: int | None = None) -> str:
     """The BM25 call of ``fts`` with its column weights (``ddl.FTS_RANKS``), e.g.
     ``bm25(fts_words, 4.0, 1.0, 0.0)``; with ``native`` (``native_rank.ready``) the same
     values from ``ck_bm25(fts_words, 'fts_words', ?<key_at>, 4.0, 1.0, 0.0)``, whose
@@ -162,7 +175,17 @@ def rank_expr(fts: str, native: bool = False, key_at: int = 0) -> str:
     and sorts every match). Measured on a 500 MB store, 10 lists x 12 rounds
     (floor query included): rank 1,446 ms CPU, bm25() 1,041 ms; fetching the window
     newest first with its ranks and sorting in Python, 1,243 ms. Weights beyond an
-    older store's columns are ignored by FTS5."""
+    older store's columns are ignored by FTS5.
+
+    ``top_at`` (with ``native``): the parameter holding how many of the best rows the
+    statement reads (its ``LIMIT``): ``ck_bm25_top(fts_words, 'fts_words', ?<key_at>,
+    ?<top_at>, 4.0, 1.0, 0.0)`` gives those rows ``ck_bm25``'s values and may give a
+    row that cannot be among them, even at length 0, that bound instead of reading its
+    length from ``%_docsize`` (a seek per row: ~80 % of ranking a 2,000-row window; 2
+    GB store, 5 lists, their ranking 8.3 -> ~0-1.5 ms CPU without it). The rows of
+    the top are the same, with the same values (tests/sinks/test_native_rank.py)."""
+    if native and top_at is not None:
+        return FTS_RANKS[fts].replace("bm25(", f"ck_bm25_top({fts}, '{fts}', ?{key_at}, ?{top_at}, ", 1)
     if native:
         return FTS_RANKS[fts].replace("bm25(", f"ck_bm25({fts}, '{fts}', ?{key_at}, ", 1)
     return FTS_RANKS[fts].replace("bm25(", f"bm25({fts}, ", 1)
@@ -243,7 +266,7 @@ def ranked_ids_sql(fts: str, match: str, ids: list[int], n: int, native: bool = 
     their number (``IN (?, …)`` prepared and cached a statement per length; 32 windows of
     the bench's queries at 500 MB, 5 rounds: 1,241 → 1,190 ms)."""
     return Sql(
-        f"SELECT rowid, {rank_expr(fts, native, 6)} AS r FROM {fts} WHERE {fts} MATCH ?1 AND rowid "
+        f"SELECT rowid, {rank_expr(fts, native, 6, 5)} AS r FROM {fts} WHERE {fts} MATCH ?1 AND rowid "
         f"BETWEEN ?2 AND ?3 AND +rowid IN (SELECT value FROM json_each(?4)) ORDER BY r, rowid DESC LIMIT ?5",
         (match, ids[0], ids[-1], json.dumps(ids), n, *([phrase_keys(match)] if native else [])),
     )
@@ -255,6 +278,15 @@ def match_count(conn: sqlite3.Connection, fts: str, match: str, cap: int) -> int
     it has fewer)."""
     sql = f"SELECT count(*) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? LIMIT ?)"
     return conn.execute(sql, (match, cap)).fetchone()[0]
+
+
+def newest_match(conn: sqlite3.Connection, fts: str, match: str) -> int | None:
+    """The rowid of the newest match of ``match`` in ``fts`` (unranked: the walk stops
+    there; a MATCH without any match walks its posting lists as a ranked list does, no
+    further), or None when it has none."""
+    sql = f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT 1"
+    row = conn.execute(sql, (match,)).fetchone()
+    return None if row is None else row[0]
 
 
 def holds_none(conn: sqlite3.Connection, fts: str, match: str) -> bool:
@@ -623,8 +655,9 @@ def ranked_window(
     if terms is not None and not native:
         return _ranked_by_terms(conn, fts, match, terms, n)
     if n > RANK_WINDOW or terms is not None:  # the whole window: ranked with the next older match, dropped
+        # (the best n + 1 ranked exactly: the floor, dropped, may be one of them)
         rows = conn.execute(
-            *newest_ranked_sql(fts, match, RANK_WINDOW + 1, RANK_WINDOW + 1, native)
+            *newest_ranked_sql(fts, match, RANK_WINDOW + 1, RANK_WINDOW + 1, native, top=n + 1)
         ).fetchall()
         floor = min(r[0] for r in rows) if len(rows) > RANK_WINDOW else 0
         return [r for r in rows if r[0] != floor][:n], floor

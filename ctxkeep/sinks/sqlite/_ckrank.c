@@ -18,6 +18,15 @@
 ** IDF (below: never, for a zero-weight column's phrase). The counts are FTS5's own (the
 ** same walk), so the ranks equal bm25()'s bit for bit.
 **
+**   ck_bm25_top(fts, 'table', key, k, w0, w1, ...)
+**
+** The same values for the rows that can be among the k best of the statement (the
+** top k a caller's ORDER BY rank LIMIT k takes). A row whose score cannot reach the
+** k-th best score seen so far, even at its least length, is given that bound (negated)
+** without reading its length (xColumnSize: a seek into %_docsize, ~80 % of ranking a
+** row; the row's least length is known from its instances' offsets): strictly worse
+** than the k-th best, it stays out of the top k, whose values are exact (row_bound).
+**
 ** No SQLite is linked: every sqlite3_* function is resolved with dlsym through the
 ** handle of the module that already loaded SQLite (Python's _sqlite3), so this runs
 ** on the same SQLite instance that owns the connection (ck_init).
@@ -152,6 +161,8 @@ typedef struct Cache {
   unsigned int epoch;
   int nEntry;
   sqlite3_int64 hits, misses;
+  sqlite3_int64 ranked, pruned; /* ck_bm25_top's rows: lengths read, rows bounded */
+  int broken;                   /* ck_bm25_top not registered: not ready (ck_registered) */
   Entry *buckets[NBUCKET];
 } Cache;
 
@@ -252,6 +263,18 @@ typedef struct Data {
   double *aIDF;
   double *aFreq;
   unsigned char *known; /* aIDF[i] computed */
+  /* ck_bm25_top: the k best scores so far (a min-heap of nHeap, k slots), the rowid
+  ** of the last row and the direction rows come in; noPrune once a row breaks it */
+  int topk;
+  int nHeap;
+  double *heap;
+  int dir;
+  int nSeen;
+  int noPrune;
+  sqlite3_int64 lastRowid;
+  int nCol;
+  int *aSize; /* each phrase's tokens */
+  int *aEnd;  /* per column, the end of the row's last instance: its least size */
 } Data;
 
 static int count_cb(const Fts5ExtensionApi *api, Fts5Context *fts, void *user) {
@@ -288,8 +311,10 @@ static int phrase_hits(const Fts5ExtensionApi *api, Fts5Context *fts, Cache *c, 
 
 /* the statement's data (made at its first row): row count, average size, the key
 ** layout; no phrase counted yet (phrase_idf) */
+#define MAX_TOPK 100000
+
 static int get_data(const Fts5ExtensionApi *api, Fts5Context *fts, Cache *c, int nVal,
-                    sqlite3_value **apVal, Data **out) {
+                    sqlite3_value **apVal, int wAt, int topk, Data **out) {
   int rc = SQLITE_OK;
   Data *p = (Data *)api->xGetAuxdata(fts, 0);
   if (p) {
@@ -297,16 +322,31 @@ static int get_data(const Fts5ExtensionApi *api, Fts5Context *fts, Cache *c, int
     return SQLITE_OK;
   }
   int nPhrase = api->xPhraseCount(fts);
-  p = (Data *)calloc(1, sizeof(Data) + (size_t)nPhrase * (2 * sizeof(double) + 1));
+  /* pruning needs every weight >= 0 (a row's weighted frequency then only grows its
+  ** score; its length only shrinks it) */
+  for (int j = wAt; topk > 0 && j < nVal; j++)
+    if (!(S.value_double(apVal[j]) >= 0.0)) topk = 0;
+  if (topk > MAX_TOPK) topk = 0;
+  int nCol = api->xColumnCount(fts);
+  size_t heapBytes = topk > 0 ? (size_t)topk * sizeof(double) : 0;
+  p = (Data *)calloc(1, sizeof(Data) + heapBytes + (size_t)nPhrase * (2 * sizeof(double)) +
+                            (size_t)(nPhrase + nCol) * sizeof(int) + (size_t)nPhrase);
   if (!p) return SQLITE_NOMEM;
   p->nPhrase = nPhrase;
-  p->aIDF = (double *)&p[1];
+  p->topk = topk;
+  p->nCol = nCol;
+  p->heap = (double *)&p[1];
+  p->aIDF = &p->heap[topk > 0 ? topk : 0];
   p->aFreq = &p->aIDF[nPhrase];
-  p->known = (unsigned char *)&p->aFreq[nPhrase];
+  p->aSize = (int *)&p->aFreq[nPhrase];
+  p->aEnd = &p->aSize[nPhrase];
+  p->known = (unsigned char *)&p->aEnd[nCol];
+  for (int i = 0; i < nPhrase; i++) p->aSize[i] = api->xPhraseSize(fts, i);
   rc = api->xRowCount(fts, &p->nRow);
   sqlite3_int64 nToken = 0;
   if (rc == SQLITE_OK) rc = api->xColumnTotalSize(fts, -1, &nToken);
   if (rc == SQLITE_OK) p->avgdl = (double)nToken / (double)p->nRow;
+  if (!(p->avgdl > 0.0)) p->topk = 0; /* an empty table: no bound */
 
   /* the keys: table 0x1e key [0x1e i] */
   if (nVal >= 2 && S.value_type(apVal[0]) != SQLITE_NULL && S.value_type(apVal[1]) != SQLITE_NULL) {
@@ -371,28 +411,110 @@ static int phrase_idf(const Fts5ExtensionApi *api, Fts5Context *fts, Cache *c, s
   return rc;
 }
 
-static void ck_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nVal,
-                    sqlite3_value **apVal) {
+/* the k best scores so far: a min-heap of p->nHeap of p->topk slots (heap[0] the
+** k-th best once full) */
+static void heap_push(Data *p, double score) {
+  double *h = p->heap;
+  int i;
+  if (p->nHeap < p->topk) {
+    i = p->nHeap++;
+    while (i > 0 && h[(i - 1) / 2] > score) {
+      h[i] = h[(i - 1) / 2];
+      i = (i - 1) / 2;
+    }
+    h[i] = score;
+    return;
+  }
+  if (!(score > h[0])) return;
+  i = 0; /* replace the worst, sift down */
+  for (;;) {
+    int l = 2 * i + 1, r = l + 1, m = i;
+    double v = score;
+    if (l < p->nHeap && h[l] < v) m = l, v = h[l];
+    if (r < p->nHeap && h[r] < v) m = r;
+    if (m == i) break;
+    h[i] = h[m];
+    i = m;
+  }
+  h[i] = score;
+}
+
+/* Whether a row's rank may be given as its bound (row_bound): the statement takes its
+** rows in one direction of rowid (an FTS5 walk, each row ranked once). A row that
+** breaks it (ranked twice, or out of order) stops the bounding for the rest of the
+** statement: the k best so far hold distinct rows, later ones are ranked exactly. */
+static int may_bound(const Fts5ExtensionApi *api, Fts5Context *fts, Data *p) {
+  if (p->topk <= 0 || p->noPrune) return 0;
+  sqlite3_int64 rid = api->xRowid(fts);
+  if (p->nSeen == 1) p->dir = rid < p->lastRowid ? -1 : rid > p->lastRowid ? 1 : 0;
+  if (p->nSeen >= 1 && (p->dir == 0 || (p->dir < 0 ? rid >= p->lastRowid : rid <= p->lastRowid))) {
+    p->noPrune = 1;
+    return 0;
+  }
+  p->lastRowid = rid;
+  p->nSeen++;
+  return 1;
+}
+
+/* The most the row's score can be: each phrase's term is
+** idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)), written as score's with
+** the row's least length for D: in each column, the end of its last instance (offset
+** + the phrase's tokens: detail=full offsets count the column's tokens), summed over
+** the columns (D, xColumnSize(-1), is the row's tokens in all columns). For D >= that,
+** weights >= 0 and the same IDFs, every operation is monotonic in IEEE arithmetic (the
+** denominator only grows with D, the quotient only shrinks, the sum is taken in the
+** same order), so the computed score is <= this bound. */
+static double row_bound(const Data *p, double k1, double b) {
+  double least = 0.0;
+  for (int c = 0; c < p->nCol; c++) least += (double)p->aEnd[c];
+  double ub = 0.0;
+  for (int i = 0; i < p->nPhrase; i++) {
+    double idf = p->known[i] ? p->aIDF[i] : 1.0;
+    double f = p->aFreq[i];
+    ub += idf * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * least / p->avgdl)));
+  }
+  return ub;
+}
+
+/* ck_bm25 (wAt 2, topk 0) and ck_bm25_top (wAt 3, topk its argument): the weights
+** start at apVal[wAt] */
+static void rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nVal,
+                     sqlite3_value **apVal, int wAt, int topk) {
   const double k1 = 1.2;
   const double b = 0.75;
   Cache *c = (Cache *)api->xUserData(fts);
   Data *p = 0;
   double score = 0.0, D = 0.0;
   int nInst = 0;
-  int rc = get_data(api, fts, c, nVal, apVal, &p);
+  int rc = get_data(api, fts, c, nVal, apVal, wAt, topk, &p);
   double *aFreq = 0;
   if (rc == SQLITE_OK) {
     aFreq = p->aFreq;
     memset(aFreq, 0, sizeof(double) * p->nPhrase);
+    if (p->topk > 0) memset(p->aEnd, 0, sizeof(int) * p->nCol);
     rc = api->xInstCount(fts, &nInst);
   }
   for (int i = 0; rc == SQLITE_OK && i < nInst; i++) {
     int ip, ic, io;
     rc = api->xInst(fts, i, &ip, &ic, &io);
     if (rc == SQLITE_OK) {
-      /* the weights follow the table and key arguments */
-      double w = (nVal - 2 > ic) ? S.value_double(apVal[ic + 2]) : 1.0;
+      /* the weights follow the table and key arguments (and k) */
+      double w = (nVal - wAt > ic) ? S.value_double(apVal[ic + wAt]) : 1.0;
       aFreq[ip] += w;
+      if (p->topk > 0 && ic >= 0 && ic < p->nCol && io + p->aSize[ip] > p->aEnd[ic])
+        p->aEnd[ic] = io + p->aSize[ip];
+    }
+  }
+  for (int i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
+    if (!p->known[i] && aFreq[i] != 0.0) rc = phrase_idf(api, fts, c, apVal, p, i);
+  }
+  int bounded = rc == SQLITE_OK && may_bound(api, fts, p);
+  if (bounded && p->nHeap == p->topk) {
+    double ub = row_bound(p, k1, b);
+    if (ub < p->heap[0]) { /* strictly below the k-th best: not in the top k */
+      c->pruned++;
+      S.result_double(ctx, -1.0 * ub);
+      return;
     }
   }
   if (rc == SQLITE_OK) {
@@ -400,19 +522,33 @@ static void ck_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     rc = api->xColumnSize(fts, -1, &nTok);
     D = (double)nTok;
   }
-  for (int i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
-    if (!p->known[i] && aFreq[i] != 0.0) rc = phrase_idf(api, fts, c, apVal, p, i);
-  }
   if (rc == SQLITE_OK) {
     for (int i = 0; i < p->nPhrase; i++) {
       /* a phrase not counted has aFreq[i] == 0.0: any positive IDF gives its term */
       double idf = p->known[i] ? p->aIDF[i] : 1.0;
       score += idf * ((aFreq[i] * (k1 + 1.0)) / (aFreq[i] + k1 * (1 - b + b * D / p->avgdl)));
     }
+    if (bounded) {
+      c->ranked++;
+      if (score == score) heap_push(p, score); /* NaN: never a bound */
+      else p->noPrune = 1;
+    }
     S.result_double(ctx, -1.0 * score);
   } else {
     S.result_error_code(ctx, rc);
   }
+}
+
+static void ck_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nVal,
+                    sqlite3_value **apVal) {
+  rank_row(api, fts, ctx, nVal, apVal, 2, 0);
+}
+
+static void ck_bm25_top(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nVal,
+                        sqlite3_value **apVal) {
+  sqlite3_int64 k = 0;
+  if (nVal >= 3 && S.value_type(apVal[2]) != SQLITE_NULL) k = (sqlite3_int64)S.value_double(apVal[2]);
+  rank_row(api, fts, ctx, nVal, apVal, 3, k > 0 && k <= MAX_TOPK ? (int)k : 0);
 }
 
 /* ------------------------------------------------ registration */
@@ -421,12 +557,12 @@ static void ck_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
 int ck_registered(sqlite3 *db) {
   int found = 0;
   pthread_mutex_lock(&g_lock);
-  for (Cache *c = g_registry; c && !found; c = c->nextConn) found = c->db == db;
+  for (Cache *c = g_registry; c && !found; c = c->nextConn) found = c->db == db && !c->broken;
   pthread_mutex_unlock(&g_lock);
   return found;
 }
 
-/* register ck_bm25 on db; 0 ok, else an SQLite error code (or -1: not initialised) */
+/* register ck_bm25 and ck_bm25_top on db; 0 ok, else an SQLite error code (or -1: not initialised) */
 int ck_register(sqlite3 *db) {
   if (!g_ready) return -1;
   if (ck_registered(db)) return SQLITE_OK;
@@ -447,11 +583,14 @@ int ck_register(sqlite3 *db) {
     free(c);
     return rc;
   }
+  /* ck_bm25 owns the cache (its destructor frees it when SQLite drops the function) */
+  int rcTop = api->xCreateFunction(api, "ck_bm25_top", c, ck_bm25_top, 0);
+  c->broken = rcTop != SQLITE_OK; /* not ready: the next ck_register replaces both */
   pthread_mutex_lock(&g_lock);
   c->nextConn = g_registry;
   g_registry = c;
   pthread_mutex_unlock(&g_lock);
-  return SQLITE_OK;
+  return rcTop;
 }
 
 /* the data version of db's main database (SQLITE_FCNTL_DATA_VERSION: changes with every
@@ -470,6 +609,20 @@ int ck_stats(sqlite3 *db, sqlite3_int64 *hits, sqlite3_int64 *misses) {
     if (c->db == db) {
       *hits = c->hits;
       *misses = c->misses;
+      found = 1;
+    }
+  pthread_mutex_unlock(&g_lock);
+  return found;
+}
+
+/* ck_bm25_top's rows on db since it was registered: ranked (length read) and bounded */
+int ck_top_stats(sqlite3 *db, sqlite3_int64 *ranked, sqlite3_int64 *pruned) {
+  int found = 0;
+  pthread_mutex_lock(&g_lock);
+  for (Cache *c = g_registry; c && !found; c = c->nextConn)
+    if (c->db == db) {
+      *ranked = c->ranked;
+      *pruned = c->pruned;
       found = 1;
     }
   pthread_mutex_unlock(&g_lock);

@@ -12,7 +12,10 @@ statement ranking a MATCH ranked before walks nothing. A phrase is counted only 
 first row whose weighted frequency of it is not 0 (below that its term is 0 whatever
 the IDF): a facet filter's tokens (the facets column weighs 0) and an OR's phrases no
 ranked row holds are never walked. The counts are FTS5's own, so the ranks equal
-``bm25()``'s bit for bit (tests/sinks/test_native_rank.py).
+``bm25()``'s bit for bit (tests/sinks/test_native_rank.py). ``ck_bm25_top`` (a
+statement reading its ``k`` best rows: ``retrieve.rank_expr``) gives those rows the same
+values, and a row that cannot be among them even at length 0 that bound, without
+reading its length (session 21).
 
 Python's ``sqlite3`` cannot register an FTS5 auxiliary function, so the library is
 loaded with ``ctypes``: it resolves every ``sqlite3_*`` function through the handle of
@@ -64,6 +67,7 @@ def _load() -> ctypes.PyDLL | None:
         lib.ck_registered.argtypes = [ctypes.c_void_p]
         lib.ck_register.argtypes = [ctypes.c_void_p]
         lib.ck_stats.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        lib.ck_top_stats.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         lib.ck_data_version.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         if not lib.ck_init(handle) or lib.ck_libversion() != _version_number():
             return None
@@ -136,6 +140,17 @@ def stats(conn: sqlite3.Connection) -> tuple[int, int]:
     if lib is None or not lib.ck_stats(_db(conn), ctypes.byref(hits), ctypes.byref(misses)):
         return 0, 0
     return hits.value, misses.value
+
+
+def top_stats(conn: sqlite3.Connection) -> tuple[int, int]:
+    """``(ranked, bounded)``: the rows ``ck_bm25_top`` ranked on ``conn`` since it was
+    registered (their length read) and those it gave their bound instead ((0, 0)
+    without the library)."""
+    lib = _load()
+    ranked, bounded = ctypes.c_longlong(0), ctypes.c_longlong(0)
+    if lib is None or not lib.ck_top_stats(_db(conn), ctypes.byref(ranked), ctypes.byref(bounded)):
+        return 0, 0
+    return ranked.value, bounded.value
 
 
 def clear() -> None:
