@@ -55,7 +55,9 @@ def help_(
             _fail(UsageError(unknown_value("command", name, names)))
         ctx = typer.Context(sub, info_name=name, parent=ctx)
         cmd = sub
-    typer.echo(cmd.get_help(ctx), nl=False)
+    text = cmd.get_help(ctx)
+    # a command's help ends without a newline (newuser21 N1: the next prompt was glued on)
+    typer.echo(text if text.endswith("\n") else text + "\n", nl=False)
 
 
 def outputs() -> dict[str, type]:

@@ -6,7 +6,11 @@ export to a lake rewrites or removes the partitions whose rows changed).
 
 - Parquet lakes: the partitions ``lake_exports`` records (per destination, table,
   agent and month, ``sinks.lake_marks``) of the agents and months of the purged
-  entries (``coalesce(strftime(ts, '%Y-%m'), lake.NO_MONTH)``, the lake's partition key);
+  entries (``coalesce(strftime(ts, '%Y-%m'), lake.NO_MONTH)``, the lake's partition key)
+  whose files hold a purged session's rows (their ``session_id`` column read; newuser21
+  M2: a session ingested after the export fell in a partition the lake held and was
+  named though the lake held none of it). A partition whose files cannot be read here
+  (an object store, a file gone, no ``session_id`` column) is named: it may hold them;
 - HTML/Markdown sites: the destinations ``runs`` records (flow ``export-site``, detail
   ``{"dest", "format"}``, written by ``service.export.record_site``) whose marker
   (``sinks.site_names.MARKER``) still lists a page of a purged session
@@ -45,6 +49,28 @@ def _purged(conn: sqlite3.Connection, requests: list[PurgeRequest]) -> tuple[set
     return pairs, sessions
 
 
+def _lake_holds(files: list[str], sids: set[str]) -> bool:
+    """Whether the local Parquet ``files`` of one partition hold a row of a session in
+    ``sids`` (their ``session_id`` column); True when that cannot be told here (a file
+    not on this file system or unreadable, a table without ``session_id``): the caller
+    names the partition as one that may hold them."""
+    import pyarrow.parquet as pq
+
+    for f in files:
+        if "://" in f:  # an object store: not read from here (no network in a purge's check)
+            return True
+        try:
+            pf = pq.ParquetFile(f)
+            if "session_id" not in pf.schema_arrow.names:
+                return True
+            col = pf.read(columns=["session_id"]).column("session_id")
+        except (OSError, ValueError):
+            return True
+        if not sids.isdisjoint(col.unique().to_pylist()):
+            return True
+    return False
+
+
 def exports_holding(home: Path, requests: list[PurgeRequest]) -> list[dict]:
     """``[{"kind": "parquet" | "html" | "markdown", "dest", "holds": n, "unit":
     "partition" | "page", "refresh": the command}]`` of the exports that hold rows of
@@ -59,8 +85,8 @@ def exports_holding(home: Path, requests: list[PurgeRequest]) -> list[dict]:
             return []
         out: list[dict] = []
         lake: dict[str, int] = defaultdict(int)
-        for dest, agent, month in lake_marks.partitions(conn):
-            if (agent, month) in pairs:
+        for dest, agent, month, files in lake_marks.partitions(conn):
+            if (agent, month) in pairs and _lake_holds(files, {s for a, s in sessions if a == agent}):
                 lake[dest] += 1
         for dest, n in lake.items():
             out.append(

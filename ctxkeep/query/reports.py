@@ -365,6 +365,7 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
         FROM {source} WHERE {where}
         GROUP BY ALL ORDER BY period NULLS FIRST, agent, model NULLS FIRST"""
     rows = []
+    beside: dict[str, int] = {}  # reasoning tokens counted in the totals, per agent
     for (
         p,
         agent,
@@ -394,6 +395,8 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
         # CLI's thoughts: ``schema.REASONING_OUTSIDE_OUTPUT``), as ccusage's totalTokens does
         unrecorded = i is None and o is None and cr is None and cc is None
         total = None if unrecorded else (i or 0) + (o or 0) + (cr or 0) + (cc or 0) + int(rb or 0)
+        if rb and not unrecorded:
+            beside[agent] = beside.get(agent, 0) + int(rb)
         # the reasoning of such a row is not recorded either (it said 0: newuser19 F1)
         reasoning = None if unrecorded and not rt else int(rt)
         rows.append(
@@ -406,7 +409,21 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
         )  # fmt: skip
     if name == "session":  # the costliest first, as ccusage
         rows.sort(key=lambda r: (-(r.cost_usd or 0.0), r.period or ""))
-    return Report(name, f, rows, _notes(con, f, bucketed=bucketed))
+    return Report(name, f, rows, _notes(con, f, bucketed=bucketed) + _beside_note(beside))
+
+
+def _beside_note(beside: dict[str, int]) -> list[str]:
+    """The note that says what a total holds beyond the token columns a table shows
+    (newuser21 M4: Gemini CLI's thoughts made ``total`` larger than the columns' sum,
+    and only the HTML report said why): ``[]`` when no row's agent logged reasoning
+    beside its output (``schema.REASONING_OUTSIDE_OUTPUT``)."""
+    if not beside:
+        return []
+    parts = ", ".join(f"{a} {n:,}" for a, n in sorted(beside.items()))
+    return [
+        "total = input + output + cache read + cache write + the reasoning tokens an agent logs "
+        f"beside its output ({parts}), as ccusage and the agents count it"
+    ]
 
 
 def _responses(n) -> str:

@@ -90,6 +90,9 @@ class Item:
 
     text: str
     entry_id: str | None = None
+    #: where the item stands in the session (a prompt's number, 0-based): a section kept
+    #: in priority order is shown in this order (newuser21 M6); not in ``as_dict``
+    at: int | None = None
 
 
 @dataclass
@@ -120,6 +123,9 @@ class Snapshot:
     def as_dict(self) -> dict:
         """The snapshot as a JSON-ready dict (sections: lists of ``{text, entry_id}``)."""
         d = asdict(self)
+        for items in d["sections"].values():
+            for i in items:
+                i.pop("at", None)
         d["markdown"] = self.to_markdown()
         return d
 
@@ -294,7 +300,7 @@ def _prompts(rows, texts) -> list[Item]:
     order = ([firsts[0]] if firsts else []) + ([lasts[-1]] if lasts else []) + firsts[1:] + lasts[:-1][::-1]
     for i in order:  # priority: first prompt, last prompt, then the others
         label = "first prompt" if i == 0 else ("last prompt" if i == n - 1 else f"prompt {i + 1} of {n}")
-        out.append(Item(f"- {label} (entry {ps[i][0][:12]}):\n{_quote(ps[i][1])}", ps[i][0]))
+        out.append(Item(f"- {label} (entry {ps[i][0][:12]}):\n{_quote(ps[i][1])}", ps[i][0], at=i))
     return out
 
 
@@ -425,7 +431,10 @@ def _files(rows, texts, project) -> list[Item]:
 
     ranked = sorted(counts.items(), key=weight)
     changed = sum(1 for _, c in ranked if set(c) - {"read"})
-    out = [Item(f"{changed} files changed, {len(ranked) - changed} only read (most changed first)")]
+    only = len(ranked) - changed
+    out = [
+        Item(f"{changed} file{'' if changed == 1 else 's'} changed, {only} only read (most changed first)")
+    ]
     for path, c in ranked:
         what = ", ".join(
             f"{k} {n}×" if n > 1 else k for k, n in sorted(c.items(), key=lambda x: _ORDER.index(x[0]))
@@ -495,12 +504,11 @@ def _fetch(snap: Snapshot, kept: dict[str, list[Item]]) -> list[Item]:
                 ids.append(i.entry_id)
     sid = snap.session_id
     out = [Item(f"- the whole conversation: `ctxkeep show --session {sid}` (add `--budget N`)")]
-    if ids:
-        shown = ids[:4]
+    if ids:  # every entry quoted above (newuser21 M6: only the first 4 were named)
         out.append(
             Item(
-                f"- the entries above in full: `ctxkeep show {' '.join(i[:12] for i in shown)}` or "
-                f"ctx_fetch {json.dumps({'ids': shown})}"
+                f"- the entries above in full: `ctxkeep show {' '.join(i[:12] for i in ids)}` or "
+                f"ctx_fetch {json.dumps({'ids': ids})}"
             )
         )
     out.append(
@@ -545,6 +553,9 @@ def _fill(snap: Snapshot, cands: dict[str, list[Item]]) -> None:
             more.text = (
                 f"- … {snap.omitted['files']} more files (`ctxkeep resume {snap.session_id} --budget 4000`)"
             )
+    for name in kept:  # kept by priority, shown in the session's order (newuser21 M6)
+        if all(i.at is not None for i in kept[name]):
+            kept[name].sort(key=lambda i: i.at or 0)
     kept["fetch"] = _fetch(snap, kept)
     snap.sections = {k: v for k, v in kept.items() if v}
     snap.tokens = heuristic_tokens(snap.to_markdown())

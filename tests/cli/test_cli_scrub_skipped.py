@@ -81,3 +81,30 @@ def test_an_agents_database_says_rotate(tmp_path):
     r = _not_rewritten(ScrubFile(str(db), "crush"), db)
     assert r.status == "skipped"
     assert r.reason == "an agent's database: ctxkeep never writes one; rotate the keys it holds"
+
+
+def test_a_databases_sessions_are_answered_once_as_the_database(tmp_path):
+    """newuser21 M3: the sessions of Crush's database are held as ``<db>#session=<id>``
+    documents; `secrets --scrub --dry-run` answered each as "skipped: the file is gone"
+    beside the database's own line. Now one line: the database, rotate the keys."""
+    from tests.conftest import CORPUS_HOME
+    from tests.dbhelpers import corpus_part
+
+    rel = "code/dbos-transact-golang/.crush/crush.db"
+    home = tmp_path / "home"
+    db = corpus_part(rel, home)
+    t = time.time() - 3600
+    os.utime(db, (t, t))
+    e = {"HOME": str(home), "CTXKEEP_HOME": str(tmp_path / "store"), "CTXKEEP_IDLE_SECONDS": "0"}
+    r = runner.invoke(app, ["ingest"], env=e)
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["secrets", "--json"], env=e)
+    assert json.loads(r.stdout)["agents"]["crush"]["sessions"] == 2  # the corpus's sessions hold values
+    r = runner.invoke(app, ["secrets", "--scrub", "--dry-run", "--json"], env=e)
+    assert r.exit_code == 0, r.output
+    files = json.loads(r.stdout)["files"]
+    assert not [f for f in files if "#session=" in f["path"] or "gone" in (f.get("reason") or "")], files
+    (one,) = [f for f in files if f["path"] == str(db)]
+    assert one["status"] == "skipped"
+    assert one["reason"] == "an agent's database: ctxkeep never writes one; rotate the keys it holds"
+    assert (CORPUS_HOME / rel).read_bytes() == db.read_bytes()

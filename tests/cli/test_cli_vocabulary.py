@@ -223,6 +223,8 @@ def test_help_command_and_groups():
         and sub.stdout.rstrip() == direct.stdout.rstrip()
         and "Tokens and cost per local day" in sub.stdout
     )
+    # ends with a newline, as --help does (newuser21 N1: the next prompt was glued on)
+    assert sub.stdout.endswith("\n") and direct.stdout.endswith("\n")
     usage = runner.invoke(app, ["search", "--help"]).stdout
     assert "ctxkeep search [OPTIONS] QUERY" in usage and "{query}" not in usage
 

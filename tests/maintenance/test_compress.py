@@ -429,7 +429,7 @@ def test_restore_refuses_when_newer_entries_would_vanish(tmp_path):
     )
     with open(p, "ab") as f:
         f.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
-    with pytest.raises(ops.UsageError, match="1 entries written after the compression"):
+    with pytest.raises(ops.UsageError, match="1 entry written after the compression"):
         ops.restore_file(store, p)
     conn = sqlite_store.connect(store, readonly=True)
     assert [h.kind for h in search(conn, "zebra-unique-followup")] == ["message"]  # ingested first

@@ -62,3 +62,30 @@ def test_a_purge_names_the_site_pages_and_lake_partitions_that_hold_it(tmp_path,
     assert {(x["kind"], x["holds"]) for x in other["exports"]} == {("html", 1), ("parquet", 2)}
     again = purge_named(store, req, dry_run=True)
     assert again["exports"] == [] and not again.get("exports_note")
+
+
+def test_a_session_ingested_after_the_lake_export_is_not_said_to_be_in_it(tmp_path, monkeypatch):
+    """newuser21 M2: a project ingested after `export parquet` fell in a partition the
+    lake held (same agent, same month) and the purge said the lake "still holds this
+    data", though the lake held none of its rows."""
+    user = tmp_path / "user"
+
+    def put(cwd: str, sid: str) -> None:
+        p = user / ".claude" / "projects" / cwd.replace("/", "-") / f"{sid}.jsonl"
+        p.parent.mkdir(parents=True)
+        p.write_bytes(_session(sid, cwd, "05"))
+        os.utime(p, (time.time() - 3600, time.time() - 3600))
+
+    put("/tmp/acme", SIDS["/tmp/acme"])
+    monkeypatch.setenv("HOME", str(user))
+    store, lake = tmp_path / "store", tmp_path / "lake"
+    ctx = DiscoveryContext(home=user, env={})
+    run_ingest(store, ctx=ctx)
+    export_parquet(store, ExportParquetRequest(dest=str(lake), with_text=True))
+    put("/tmp/other", SIDS["/tmp/other"])  # same agent and month, after the export
+    run_ingest(store, ctx=ctx)
+
+    late = purge_named(store, PurgeRequest("project", project_dir="/tmp/other"), dry_run=True)
+    assert late["exports"] == [], late["exports"]
+    held = purge_named(store, PurgeRequest("project", project_dir="/tmp/acme"), dry_run=True)
+    assert {(x["kind"], x["holds"]) for x in held["exports"]} == {("parquet", 2)}, held["exports"]

@@ -30,3 +30,17 @@ def test_a_suggestion_that_finds_nothing_is_not_offered(corpus_store):
 def test_a_quoted_phrase_keeps_one_pair_of_quotes():
     assert did_you_mean(['"store line"', '"story line"']) == 'did you mean "store line" or "story line"?'
     assert did_you_mean(["frequency"]) == 'did you mean "frequency"?'
+
+
+def test_a_quote_never_closed_is_not_offered_back(corpus_store):
+    """newuser21 N2: `search '"unclosed'` offered `""uncased"` (the stray quote kept in
+    each suggestion, then quoted again); a quote never closed is searched as words, and
+    the suggestion is the words."""
+    conn = _conn(corpus_store)
+    got = suggest.suggestions(conn, '"unclosed', ["unclosed"])
+    assert got and all('"' not in q for q in got), got
+    assert did_you_mean(got).count('"') == 2 * len(got)
+    # a closed pair is kept
+    assert all(
+        q.count('"') == 2 for q in suggest.suggestions(conn, '"conection refused"', ["conection", "refused"])
+    )

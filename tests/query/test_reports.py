@@ -371,3 +371,33 @@ def test_notes_say_which_agents_recorded_no_tokens():
     assert notes[0].startswith("no price for m-x (2 responses):")
     assert notes[1].startswith("codex: 1,200 responses name no model;")
     assert notes[2].startswith("crush: the cost of 2 responses is")
+
+
+def test_a_note_says_what_the_total_holds_beyond_the_columns(store_home):
+    """newuser21 M4: Gemini CLI's thoughts (reasoning logged beside the output) are in
+    ``total`` but in no column of the table: a note says so, with the sums per agent;
+    no note when no agent logged such reasoning."""
+    con = duckdb_store.connect(store_home)
+    for key, agent, reasoning in (("g", "gemini-cli", 1310), ("c", "codex", 500), ("o", "opencode", 10)):
+        con.execute(
+            "INSERT INTO usage(usage_key, agent, session_id, project_dir, ts, model, input_tokens, "
+            "output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens, model_source, "
+            "calculated_cost_usd, cost_usd) VALUES (?, ?, 's', '/p', ?, 'm', 100, 10, 0, 0, ?, 'logged', 1, 1)",
+            [key, agent, dt.datetime(2025, 5, 1, 12, tzinfo=UTC), reasoning],
+        )
+    con.close()
+    con, _ = R.open_store(store_home)
+    try:
+        rep = R.usage_report(con, "daily", R.Filters("UTC"))
+        got = {r.agent: r.total_tokens for r in rep.rows}
+        # Codex's reasoning is inside its output: not added again
+        assert got == {"gemini-cli": 110 + 1310, "codex": 110, "opencode": 120}
+        (note,) = [n for n in rep.notes if n.startswith("total = ")]
+        assert note == (
+            "total = input + output + cache read + cache write + the reasoning tokens an agent logs "
+            "beside its output (gemini-cli 1,310, opencode 10), as ccusage and the agents count it"
+        )
+        codex = R.usage_report(con, "daily", R.Filters("UTC", agents=("codex",)))
+        assert not [n for n in codex.notes if n.startswith("total = ")]
+    finally:
+        con.close()

@@ -266,3 +266,29 @@ def test_a_summary_only_session_gives_its_summary_and_no_placeholders(conn):
     full = build_snapshot(conn, "d3ad4cdc", budget=1500).to_markdown()
     assert full.index("## The agent's summary") < full.index("## What the user asked")
     assert full.splitlines()[1].startswith("project /Users/chip/dev/ai-music; 2025-")
+
+
+def test_prompts_show_in_the_sessions_order_and_fetch_names_every_quoted_entry(conn):
+    """newuser21 M6: the prompts were listed in the budget's priority order ("prompt 2
+    of 7, prompt 6 of 7, prompt 5 of 7"), and "Fetch more" named only the first 4 of
+    the entries the snapshot quotes."""
+    import re
+
+    shown = 0
+    for sid in (CODEX, CLAUDE):
+        snap = build_snapshot(conn, sid, budget=6000)
+        labels = [
+            re.match(r"- (first prompt|last prompt|prompt (\d+) of \d+)", i.text)
+            for i in snap.sections["prompts"]
+        ]
+        nums = [
+            1 if m[1] == "first prompt" else (10**9 if m[1] == "last prompt" else int(m[2])) for m in labels
+        ]
+        assert nums == sorted(nums), nums
+        shown = max(shown, len(nums))
+        quoted = {i.entry_id for items in snap.sections.values() for i in items if i.entry_id}
+        (line,) = [i.text for i in snap.sections["fetch"] if "ctx_fetch" in i.text]
+        assert set(json.loads(line.split("ctx_fetch ", 1)[1])["ids"]) == quoted
+        assert len(quoted) > 4
+        assert "at" not in snap.as_dict()["sections"]["prompts"][0]
+    assert shown >= 4  # middle prompts too, whose priority order differs from the session's

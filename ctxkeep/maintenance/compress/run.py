@@ -1309,7 +1309,8 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
     marker_ids = {x for i in markers for x in c_ids[i]} - {x for ls in b_ids for x in ls}
     if newer and not force:
         raise NotFound(
-            f"the current file has {len(newer)} entries written after the compression that the backup lacks",
+            f"the current file has {len(newer)} entr{'y' if len(newer) == 1 else 'ies'} written after the "
+            "compression that the backup lacks",
             where=str(path),
             hint="they stay in the store; pass --force to restore anyway",
         )

@@ -86,10 +86,14 @@ def chunk_rows(conn: sqlite3.Connection, hashes: list[str]) -> list[tuple[str, i
         conn.execute("DROP TABLE IF EXISTS _lake_hashes")
 
 
-def partitions(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
-    """``(dest, agent, month)`` of every partition an export recorded (any table or
-    machine); [] on a store without ``lake_exports``."""
+def partitions(conn: sqlite3.Connection) -> list[tuple[str, str, str, list[str]]]:
+    """``(dest, agent, month, [files])`` of every partition an export recorded (any
+    table or machine: one item per table and machine); [] on a store without
+    ``lake_exports``."""
     try:
-        return [tuple(r) for r in conn.execute("SELECT dest, agent, month FROM lake_exports")]
+        return [
+            (d, a, mo, json.loads(f or "[]"))
+            for d, a, mo, f in conn.execute("SELECT dest, agent, month, files FROM lake_exports")
+        ]
     except sqlite3.OperationalError:
         return []
