@@ -507,13 +507,24 @@ def _config_check(home: Path) -> list[Finding]:
     when it loads clean. A typo in ``[purge]`` was named only by a later ingest
     (newuser20 F6)."""
     from ctxkeep import config as cfgmod
+    from ctxkeep.sources import SOURCES
 
     where = str(home / cfgmod.CONFIG_FILE)
     try:
-        ws = cfgmod.load_config(home).warnings
+        cfg = cfgmod.load_config(home)
     except CtxkeepError as e:
-        return [Finding("config", where, "warning", f"{e.message} - {e.hint}" if e.hint else e.message)]
-    return [Finding("config", where, "warning", w) for w in ws]
+        return [
+            Finding("config", where, "warning", f"{e.message} - {e.hint}" if e.hint else e.message),
+            *(
+                Finding("config", where, "warning", w)
+                for w in cfgmod.unknown_agent_lines_of_file(home, SOURCES)
+            ),
+        ]
+    # and an agent name no source has (newuser21 M5: only ingest named it)
+    return [
+        Finding("config", where, "warning", w)
+        for w in cfg.warnings + cfgmod.unknown_agent_lines(cfg, SOURCES)
+    ]
 
 
 def damaged_files(findings: list[Finding]) -> list[str]:

@@ -96,9 +96,13 @@ def config_warnings(home: Path) -> list[str]:
     naming the file; none for a file that does not load (the command that reads its
     settings reports that)."""
     from ctxkeep import config as cfgmod
+    from ctxkeep.sources import SOURCES
 
     try:
-        ws = cfgmod.load_config(home).warnings
-    except CtxkeepError:
-        return []
-    return [f"{home / cfgmod.CONFIG_FILE}: {w}" for w in ws]
+        cfg = cfgmod.load_config(home)
+    except CtxkeepError:  # the agent names still said beside the error (newuser21 M5)
+        return cfgmod.unknown_agent_lines_of_file(home, SOURCES)
+    # an agent name no source has, as `ingest` says it (newuser21 M5: only ingest did)
+    return [f"{home / cfgmod.CONFIG_FILE}: {w}" for w in cfg.warnings] + cfgmod.unknown_agent_lines(
+        cfg, SOURCES
+    )

@@ -42,3 +42,24 @@ def test_every_command_with_a_progress_bar_takes_no_progress(corpus_store, tmp_p
         app, ["export", "parquet", str(tmp_path / "lake"), "--dry-run", "--no-progress", "--home", store]
     )
     assert r.exit_code == 0, r.output
+
+
+def test_an_unknown_agent_in_the_config_is_named_by_compress_and_doctor(store):
+    """newuser21 M5: `[agents.codx]` was named (did you mean codex?) by `ingest` only;
+    `compress --check` and `doctor` said nothing, and beside an error in the file
+    `compress` printed the error alone."""
+    home = store
+    want = "config.toml names agent 'codx', which ctxkeep has no source for - did you mean codex?"
+    (home / "config.toml").write_text("[agents.codx]\nenabled = false\n")
+    r = runner.invoke(app, ["compress", "--check", "--home", str(home)])
+    assert want in " ".join(r.stderr.split()), r.stderr
+    d = runner.invoke(app, ["doctor", "--home", str(home), "--json"])
+    found = [f["detail"] for f in json.loads(d.stdout)["findings"] if f["check"] == "config"]
+    assert [want in x for x in found] == [True], found
+    (home / "config.toml").write_text("[compress]\nmax_size_kb = -5\n[agents.codx]\nenabled = false\n")
+    r = runner.invoke(app, ["compress", "--check", "--home", str(home)])
+    flat = " ".join(r.stderr.split())
+    assert r.exit_code == 1 and want in flat and "error: " in flat, r.stderr
+    d = runner.invoke(app, ["doctor", "--home", str(home), "--json"])
+    found = [f["detail"] for f in json.loads(d.stdout)["findings"] if f["check"] == "config"]
+    assert len(found) == 2 and want in found[1] and "max_size_kb" in found[0], found
