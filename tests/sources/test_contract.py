@@ -271,4 +271,9 @@ def test_record_reader_passes_the_source_path(tmp_path):
     assert [e for b in batches for e in b.entries] == [{"n": 1}, {"n": 2}]
     assert seen == [(1, 0, str(p), {"sid": "s"}), (2, 9, str(p), {"sid": "s", "count": 1})]
     wm = batches[-1].watermark
-    assert (wm.offset, wm.parser_version, wm.state) == (18, 3, {"sid": "s", "count": 2})
+    # the reader's state, and the hash of the bytes before the offset (session 20's
+    # ``_tail``: a rewrite in place is told from an append)
+    from ctxkeep.sources.readers.jsonl import tail_hash
+
+    want = {"sid": "s", "count": 2, "_tail": tail_hash(b'{"n": 1}\n{"n": 2}\n')}
+    assert (wm.offset, wm.parser_version, wm.state) == (18, 3, want)
