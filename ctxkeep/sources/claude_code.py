@@ -7,7 +7,12 @@ sub-agent transcripts as ``projects/<dir>/<session>/subagents/agent-<id>.jsonl``
 workflow run (the Workflow tool, v2.1.x) as
 ``projects/<dir>/<session>/subagents/workflows/<run id>/agent-<id>.jsonl``, beside the
 run's ``journal.jsonl`` (``started``/``result`` lines per agent: not a transcript, not
-read) and ``agent-<id>.meta.json`` (label, phase, model). Source of the workflow
+read) and ``agent-<id>.meta.json`` (label, phase, model). Beside the transcripts, kept by
+the vault as sidecars (``readers.sidecar``: no entries, restored with their session):
+``<session>/subagents/agent-<id>.meta.json`` (``{agentType, worktreePath,
+description}``), a workflow run's ``agent-<id>.meta.json`` and ``journal.jsonl``, and
+``<session>/tool-results/<tool use id>.txt`` (a tool output too large to inline; the
+transcript keeps a 2 KB preview and the path). Source of the workflow
 layout: users' public notes on Claude Code workflow runs ("``result.json`` records the
 transcript directory, under ``~/.claude/projects/<project>/<session>/subagents/
 workflows/<runId>/``"; file listings such as ``H:/.claude/projects/H--prism/321c1d3f-…/
@@ -74,6 +79,7 @@ from ctxkeep.sources.contract import (
     sorted_paths,
 )
 from ctxkeep.sources.coverage import set_version, unknown
+from ctxkeep.sources.readers import sidecar
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "claude-code"
@@ -152,9 +158,52 @@ def subagent_meta(p: Path) -> dict:
     return meta
 
 
+def sidecar_kind(path: Path) -> str | None:
+    """The sidecar kind of ``path`` (``readers.sidecar``) by its place beside a session,
+    or None for a transcript: ``subagent-meta`` (``<session>/subagents/agent-<id>.meta.json``),
+    ``workflow-meta`` and ``workflow-journal`` (``<session>/subagents/workflows/<run>/``'s
+    ``agent-<id>.meta.json`` and ``journal.jsonl``), ``tool-result``
+    (``<session>/tool-results/<file>``)."""
+    name, parent = path.name, path.parent
+    if parent.name == "tool-results":
+        return "tool-result"
+    if name.startswith("agent-") and name.endswith(".meta.json"):
+        if parent.name == "subagents":
+            return "subagent-meta"
+        if parent.parent.name == "workflows":
+            return "workflow-meta"
+    if name == "journal.jsonl" and parent.parent.name == "workflows":
+        return "workflow-journal"
+    return None
+
+
+def mode_for(path: Path) -> str:
+    """``rewrite`` for a sidecar (``sidecar_kind``), else ``append`` (a transcript)."""
+    return sidecar.MODE if sidecar_kind(path) else MODE
+
+
+def _sidecars(d: Discovery, proj: Path) -> None:
+    """Add the sidecars (``sidecar_kind``) under the projects dir ``proj``, each with the
+    transcript it belongs to: a sub-agent's meta its ``agent-<id>.jsonl``, a workflow
+    journal and a tool result the session's ``<session>.jsonl``."""
+    for pattern in ("*/*/subagents/agent-*.meta.json", "*/*/subagents/workflows/*/agent-*.meta.json"):
+        for p in sorted_paths(proj.glob(pattern)):
+            kind = sidecar_kind(p)
+            sub = p.name[len("agent-") : -len(".meta.json")]
+            owner = p.with_name(f"agent-{sub}.jsonl")
+            d.add(p, sidecar.MODE, sidecar.meta(str(kind), owner, **subagent_meta(owner)))
+    for p in sorted_paths(proj.glob("*/*/subagents/workflows/*/journal.jsonl")):
+        session = p.parents[3]
+        d.add(p, sidecar.MODE, sidecar.meta("workflow-journal", session.with_name(session.name + ".jsonl")))
+    for p in sorted_paths(proj.glob("*/*/tool-results/*")):
+        session = p.parent.parent
+        d.add(p, sidecar.MODE, sidecar.meta("tool-result", session.with_name(session.name + ".jsonl")))
+
+
 def discover(ctx: DiscoveryContext) -> Discovery:
-    """Find session and sub-agent transcripts. Configured extra dirs may point at a
-    config dir (holding ``projects/``) or at a ``projects`` dir itself."""
+    """Find session and sub-agent transcripts and their sidecars (``_sidecars``).
+    Configured extra dirs may point at a config dir (holding ``projects/``) or at a
+    ``projects`` dir itself."""
     d = Discovery(AGENT)
     project_dirs = []
     for root in roots(ctx) + ctx.extra_dirs:
@@ -172,6 +221,7 @@ def discover(ctx: DiscoveryContext) -> Discovery:
             d.add(p, MODE, {"subagent": p.stem[len("agent-") :], "parent_session": p.parent.parent.name})
         for p in sorted_paths(proj.glob("*/*/subagents/workflows/*/agent-*.jsonl")):
             d.add(p, MODE, subagent_meta(p))
+        _sidecars(d, proj)
     if not d.files:
         d.reason = (
             "no Claude Code projects dir (" + ", ".join(str(p) for p in d.searched) + ")"
@@ -470,4 +520,13 @@ def keep_ids(reader):
 
 
 #: new lines of one transcript into entry dicts (``parse_record``; ``keep_ids``)
-read = keep_ids(record_reader(PARSER_VERSION, parse_record, init_state, unique_ids=True))
+_read_transcript = keep_ids(record_reader(PARSER_VERSION, parse_record, init_state, unique_ids=True))
+
+
+def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+    """New lines of one transcript into entry dicts (``parse_record``, ids kept as the
+    store gave them: ``keep_ids``); a sidecar (``readers.sidecar``) whole, for the vault,
+    with no entries."""
+    if sidecar.is_sidecar(file):
+        return sidecar.read_sidecar(file, wm, PARSER_VERSION, batch_bytes)
+    return _read_transcript(file, wm, batch_bytes)
