@@ -18,6 +18,7 @@ from ctxkeep.sources import (
     file_unchanged,
     files_for_paths,
     needs_state,
+    sidecars_for,
     stat_unchanged,
 )
 from ctxkeep.sources.contract import MAX_LINE_ENV, Discovery, DiscoveryContext, SourceFile, Watermark
@@ -142,6 +143,7 @@ def plan(
         discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
     elif paths:
         files, path_problems = files_for_paths(paths, agents)
+        files += sidecars_for(files)
         problems += path_problems
         discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
     else:

@@ -182,22 +182,47 @@ def mode_for(path: Path) -> str:
     return sidecar.MODE if sidecar_kind(path) else MODE
 
 
-def _sidecars(d: Discovery, proj: Path) -> None:
-    """Add the sidecars (``sidecar_kind``) under the projects dir ``proj``, each with the
+#: where a session's sidecars are, relative to its folder ``<project>/<session>/``
+_SIDECAR_GLOBS = (
+    "subagents/agent-*.meta.json",
+    "subagents/workflows/*/agent-*.meta.json",
+    "subagents/workflows/*/journal.jsonl",
+    "tool-results/*",
+)
+
+
+def _sidecar_meta(p: Path) -> dict:
+    """The discovery meta of sidecar ``p`` (``readers.sidecar.meta``), with the
     transcript it belongs to: a sub-agent's meta its ``agent-<id>.jsonl``, a workflow
     journal and a tool result the session's ``<session>.jsonl``."""
-    for pattern in ("*/*/subagents/agent-*.meta.json", "*/*/subagents/workflows/*/agent-*.meta.json"):
-        for p in sorted_paths(proj.glob(pattern)):
-            kind = sidecar_kind(p)
-            sub = p.name[len("agent-") : -len(".meta.json")]
-            owner = p.with_name(f"agent-{sub}.jsonl")
-            d.add(p, sidecar.MODE, sidecar.meta(str(kind), owner, **subagent_meta(owner)))
-    for p in sorted_paths(proj.glob("*/*/subagents/workflows/*/journal.jsonl")):
-        session = p.parents[3]
-        d.add(p, sidecar.MODE, sidecar.meta("workflow-journal", session.with_name(session.name + ".jsonl")))
-    for p in sorted_paths(proj.glob("*/*/tool-results/*")):
-        session = p.parent.parent
-        d.add(p, sidecar.MODE, sidecar.meta("tool-result", session.with_name(session.name + ".jsonl")))
+    kind = str(sidecar_kind(p))
+    if kind.endswith("-meta"):
+        owner = p.with_name(p.name[: -len(".meta.json")] + ".jsonl")
+        return sidecar.meta(kind, owner, **subagent_meta(owner))
+    session = p.parents[3] if kind == "workflow-journal" else p.parent.parent
+    return sidecar.meta(kind, session.with_name(session.name + ".jsonl"))
+
+
+def _sidecars(d: Discovery, proj: Path) -> None:
+    """Add the sidecars (``sidecar_kind``) of every session under the projects dir
+    ``proj`` (``_SIDECAR_GLOBS``), each with the transcript it belongs to."""
+    for pattern in _SIDECAR_GLOBS:
+        for p in sorted_paths(proj.glob("*/*/" + pattern)):
+            d.add(p, sidecar.MODE, _sidecar_meta(p))
+
+
+def sidecars_of(path: Path) -> list[SourceFile]:
+    """The sidecars on disk of the transcript at ``path`` (an ``ingest --path`` of it,
+    as the hooks run, takes them in too): a session's ``<session>/`` folder's
+    (``_SIDECAR_GLOBS``), a sub-agent's ``agent-<id>.meta.json``. Sorted per kind."""
+    if path.suffix != ".jsonl" or sidecar_kind(path):
+        return []
+    if path.name.startswith("agent-"):
+        found = [path.with_name(path.stem + ".meta.json")]
+    else:
+        folder = path.with_suffix("")
+        found = [p for pattern in _SIDECAR_GLOBS for p in sorted_paths(folder.glob(pattern))]
+    return [SourceFile(AGENT, p, sidecar.MODE, _sidecar_meta(p)) for p in found if p.is_file()]
 
 
 def discover(ctx: DiscoveryContext) -> Discovery:

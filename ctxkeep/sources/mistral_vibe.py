@@ -184,6 +184,15 @@ def _usage(meta: dict, base: dict, sid: str, model: str | None) -> list[dict]:
 _read_transcript = record_reader(PARSER_VERSION, parse_record, init_state)
 
 
+def sidecars_of(path: Path) -> list[SourceFile]:
+    """The sidecar of ``messages.jsonl`` at ``path`` (an ``ingest --path`` of it takes it
+    in too): the ``meta.json`` beside it, when there is one."""
+    p = path.with_name("meta.json")
+    if path.name != "messages.jsonl" or not p.is_file():
+        return []
+    return [SourceFile(AGENT, p, sidecar.MODE, sidecar.meta("session-meta", path))]
+
+
 def mode_for(path: Path) -> str:
     """``rewrite`` for a session's ``meta.json`` (a sidecar), else ``append``."""
     return sidecar.MODE if path.name == "meta.json" else MODE

@@ -62,11 +62,13 @@ def read_sidecar(
     """Read sidecar ``file`` whole (``readers.document.read_document`` with no parse: any
     bytes, JSON or not, never quarantined): a changed file yields one batch with no
     entries, its bytes as the vault's next version (``Batch.raw``) and the watermark
-    (``state["sha256"]``); an unchanged one only the watermark. The coverage ledger is
-    left as it is (``Tally()``: a sidecar holds no record). A file over the document
+    (``state["sha256"]``); an unchanged one only the watermark. Its bytes count in
+    ``bytes_read``, no line in ``lines`` (no record), and the coverage ledger is left
+    as it is (``Tally()``). A file over the document
     cap is quarantined as any document is (its SHA-256, size and head)."""
     for b in read_document(file, wm, parser_version, _nothing, batch_bytes, json_doc=False):
         b.coverage = Tally()
+        b.lines = 0  # bytes read, but no record (the ingest's "records" count)
         if b.watermark is not None:
             # no records, so no ids: a state without ``ids`` reads as a Claude Code file
             # keyed by uuid alone (``claude_code.legacy_ids``, ``ddl.UUID_KEYED_WHERE``)
