@@ -73,6 +73,7 @@ from ctxkeep.sources.contract import (
     Batch,
     Discovery,
     DiscoveryContext,
+    FileMode,
     Mode,
     SourceFile,
     Watermark,
@@ -177,7 +178,7 @@ def sidecar_kind(path: Path) -> str | None:
     return None
 
 
-def mode_for(path: Path) -> str:
+def mode_for(path: Path) -> FileMode:
     """``rewrite`` for a sidecar (``sidecar_kind``), else ``append`` (a transcript)."""
     return sidecar.MODE if sidecar_kind(path) else MODE
 

@@ -36,6 +36,7 @@ from ctxkeep.sources.contract import (
     Batch,
     Discovery,
     DiscoveryContext,
+    FileMode,
     Mode,
     SourceFile,
     Watermark,
@@ -193,7 +194,7 @@ def sidecars_of(path: Path) -> list[SourceFile]:
     return [SourceFile(AGENT, p, sidecar.MODE, sidecar.meta("session-meta", path))]
 
 
-def mode_for(path: Path) -> str:
+def mode_for(path: Path) -> FileMode:
     """``rewrite`` for a session's ``meta.json`` (a sidecar), else ``append``."""
     return sidecar.MODE if path.name == "meta.json" else MODE
 

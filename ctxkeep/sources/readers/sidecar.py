@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, FileMode, SourceFile, Watermark
 from ctxkeep.sources.coverage import Tally
 from ctxkeep.sources.readers.document import read_document
 
@@ -36,7 +36,7 @@ SIDECAR = "sidecar"
 #: the meta key naming the transcript (its path as text) a sidecar belongs to
 SIDECAR_OF = "sidecar_of"
 #: a sidecar's mode: a whole document, re-read when it changes
-MODE = "rewrite"
+MODE: FileMode = "rewrite"
 #: a sidecar watermark's ``state["ids"]``: it holds no record, keyed no way
 IDS = "none"
 
