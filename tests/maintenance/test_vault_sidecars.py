@@ -15,6 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from ctxkeep.cli import app
@@ -279,3 +280,41 @@ def test_an_ingest_of_a_transcript_path_takes_its_sidecars(tmp_path):
         ]
     )
     assert {f.mode for f, _ in p.todo if f.meta.get("sidecar")} == {"rewrite"} and p.problems == []
+
+
+#: agent → (its fixture, the folder the agent deletes under the home, its sidecars' names)
+COMPANIONS = {
+    "grok": ("grok", ".grok/sessions", {"summary.json"}),
+    "kiro": ("kiro", ".kiro/sessions/cli", {"0b9a8c7d-6e5f-4a3b-9c2d-1e0f9a8b7c6d.json"}),
+    "qoder": ("qoder", ".qoder/projects", {"8d2c4e6a-3b5f-4a7c-9e1d-2f3a4b5c6d7e-session.json"}),
+    "codebuff": ("codebuff", ".config/manicode/projects", {"run-state.json", "chat-meta.json"}),
+}
+
+
+@pytest.mark.parametrize("agent", sorted(COMPANIONS))
+def test_companion_files_are_vaulted_restored_and_read_by_a_reparse(tmp_path, monkeypatch, agent):
+    """The JSON files a parser reads beside a transcript (a session's title, project,
+    parent, usage) are sidecars: with the agent's folder deleted a reparse gives the
+    same entries and usage (it reads them from the vault), and ``vault restore
+    --all-missing`` gives every file back byte for byte."""
+    fixture, folder, names = COMPANIONS[agent]
+    user = tmp_path / "user"
+    shutil.copytree(FIXTURES / fixture / "home", user)
+    for p in user.rglob("*"):
+        if p.is_file():
+            os.utime(p, ns=(MTIME_NS, MTIME_NS))
+    monkeypatch.setenv("HOME", str(user))
+    store = tmp_path / "store"
+    run_ingest(store, ctx=DiscoveryContext(home=user, env={}), agents=[agent])
+    held = {Path(r[0]).name: json.loads(r[1]) for r in q(store, "SELECT path, meta FROM vault_files")}
+    assert names <= set(held) and all(held[n]["sidecar_of"] for n in names), held
+    sql = "SELECT e.entry_id, e.session_id, e.parent_session_id, p.project_dir, e.kind FROM entry_rows e "
+    sql += "LEFT JOIN projects p USING (project_id) ORDER BY e.entry_id"
+    usage = "SELECT usage_key, session_id, model, input_tokens, output_tokens, cache_read_tokens FROM usage"
+    before, usage_before = q(store, sql), sorted(q(store, usage))
+    want = _tree(user / folder)
+    shutil.rmtree(user / folder)
+    _cli("reparse", "--agent", agent, "--home", str(store))
+    assert q(store, sql) == before and sorted(q(store, usage)) == usage_before
+    _cli("vault", "restore", "--all-missing", "--home", str(store))
+    assert _tree(user / folder) == want

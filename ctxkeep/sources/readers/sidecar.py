@@ -19,14 +19,21 @@ issue threads named below):
   #31914);
 - Mistral Vibe ``session_<…>/meta.json`` (session id, parent, project, title, the
   session's cumulative token ``stats``: what ctxkeep's usage row is made of,
-  ``sources.mistral_vibe``).
+  ``sources.mistral_vibe``);
+- the companion files other parsers read beside a transcript (``_util.json_object``):
+  Grok's ``summary.json`` and ``signals.json``, Kiro CLI's ``<session>.json``, Qoder's
+  ``<session>-session.json``, Codebuff's ``run-state.json`` and ``chat-meta.json``.
+
+A reparse reads each sidecar's newest version where its parser looks for it
+(``readers.jsonl.VIEW``, which ``_util.json_object`` honours).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, FileMode, SourceFile, Watermark
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, FileMode, SourceFile, Watermark
 from ctxkeep.sources.coverage import Tally
 from ctxkeep.sources.readers.document import read_document
 
@@ -50,6 +57,44 @@ def meta(kind: str, of: object, **more: object) -> dict:
     """A sidecar's discovery meta: its ``kind``, the transcript ``of`` (a path) it
     belongs to and ``more`` facts (e.g. ``subagent``)."""
     return {SIDECAR: kind, SIDECAR_OF: str(of), **more}
+
+
+def beside(agent: str, path: Path, names: Mapping[str, str]) -> list[SourceFile]:
+    """The sidecars on disk of ``agent``'s transcript at ``path`` that ``names`` names
+    (a file name in its folder → its kind), in ``names``' order."""
+    out = []
+    for name, kind in names.items():
+        p = path.with_name(name)
+        if p.is_file():
+            out.append(SourceFile(agent, p, MODE, meta(kind, path)))
+    return out
+
+
+def add_all(d: Discovery, sidecars_of: Callable[[Path], list[SourceFile]]) -> None:
+    """Add to ``d`` the sidecars (``sidecars_of(path)``, a source's) of each transcript
+    it found."""
+    for f in list(d.files):
+        if not is_sidecar(f):
+            for side in sidecars_of(f.path):
+                d.add(side.path, MODE, side.meta)
+
+
+ReadFn = Callable[..., Iterator[Batch]]
+
+
+def reading(read: ReadFn, parser_version: int) -> ReadFn:
+    """``read`` (a source's ``read(file, wm, batch_bytes)``) that reads a sidecar with
+    ``read_sidecar`` instead."""
+
+    def read_any(
+        file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
+    ) -> Iterator[Batch]:
+        if is_sidecar(file):
+            return read_sidecar(file, wm, parser_version, batch_bytes)
+        return read(file, wm, batch_bytes)
+
+    read_any.__doc__ = read.__doc__
+    return read_any
 
 
 def _nothing(raw: bytes, doc: object, state: dict, idle: bool) -> list[dict]:
@@ -77,4 +122,15 @@ def read_sidecar(
         yield b
 
 
-__all__ = ["IDS", "MODE", "SIDECAR", "SIDECAR_OF", "is_sidecar", "meta", "read_sidecar"]
+__all__ = [
+    "IDS",
+    "MODE",
+    "SIDECAR",
+    "SIDECAR_OF",
+    "add_all",
+    "beside",
+    "is_sidecar",
+    "meta",
+    "read_sidecar",
+    "reading",
+]
