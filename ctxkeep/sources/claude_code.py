@@ -54,6 +54,7 @@ Format facts (from real files in ``shared/corpus``, CC v1.0.17–v2.1.114):
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -204,11 +205,36 @@ def _sidecar_meta(p: Path) -> dict:
     return sidecar.meta(kind, session.with_name(session.name + ".jsonl"))
 
 
+def _dirs(folder: str) -> list[os.DirEntry]:
+    """The sub-folders of ``folder`` (links followed, as ``glob`` does); none when it
+    cannot be read."""
+    try:
+        with os.scandir(folder) as it:
+            return [e for e in it if e.is_dir()]
+    except OSError:
+        return []
+
+
 def _sidecars(d: Discovery, proj: Path) -> None:
     """Add the sidecars (``sidecar_kind``) of every session under the projects dir
-    ``proj`` (``_SIDECAR_GLOBS``), each with the transcript it belongs to."""
+    ``proj`` (``_SIDECAR_GLOBS``), each with the transcript it belongs to. One walk of
+    the session folders (``<project>/<session>/``), each listed once, the globs run
+    only in the ``subagents`` and ``tool-results`` folders there are. Discovery of the
+    2 GB tree's 2,728 transcripts, CPU per call (mean of 20, A/B alternating, load
+    36-44 on 2 cores, so noisy): base 41-57 ms; the four globs over ``proj`` 48-56 ms
+    (~+17 %); this walk 46-55 ms (~+5-10 %)."""
+    found: dict[str, list[Path]] = {p: [] for p in _SIDECAR_GLOBS}
+    for project in _dirs(str(proj)):
+        for session in _dirs(project.path):
+            for sub in _dirs(session.path):
+                if sub.name not in ("subagents", "tool-results"):
+                    continue
+                base = Path(session.path)
+                for pattern in _SIDECAR_GLOBS:
+                    if pattern.startswith(sub.name + "/"):
+                        found[pattern] += base.glob(pattern)
     for pattern in _SIDECAR_GLOBS:
-        for p in sorted_paths(proj.glob("*/*/" + pattern)):
+        for p in sorted_paths(found[pattern]):
             d.add(p, sidecar.MODE, _sidecar_meta(p))
 
 
