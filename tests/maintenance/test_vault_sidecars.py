@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -226,6 +227,15 @@ def test_purge_takes_the_sidecars_out_of_the_vault(tmp_path):
     left = {r[0] for r in q(store, "SELECT path FROM vault_files")}
     assert not left & {str(user / p) for p in CLAUDE_FILES}
     assert _cli("vault", "verify", "--full", "--home", str(store))
+    # a store whose purge remembered the transcripts only (before sidecars were read):
+    # their sidecars stay out all the same
+    conn = sqlite3.connect(store / "store.db")
+    with conn:
+        conn.execute("DELETE FROM purge_files WHERE item NOT LIKE '%.jsonl' OR item LIKE '%journal.jsonl'")
+    conn.close()
+    _ingest(user, store)
+    left = {r[0] for r in q(store, "SELECT path FROM vault_files")}
+    assert not left & {str(user / p) for p in CLAUDE_FILES}
 
 
 def test_reparse_reads_a_vaulted_sidecar_when_the_agent_deleted_it(tmp_path):
