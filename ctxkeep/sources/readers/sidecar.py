@@ -35,7 +35,6 @@ from pathlib import Path
 
 from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, FileMode, SourceFile, Watermark
 from ctxkeep.sources.coverage import Tally
-from ctxkeep.sources.readers.document import read_document
 
 #: the meta key naming a sidecar's kind (``subagent-meta``, ``workflow-meta``,
 #: ``workflow-journal``, ``tool-result``, ``session-meta``)
@@ -111,6 +110,8 @@ def read_sidecar(
     ``bytes_read``, no line in ``lines`` (no record), and the coverage ledger is left
     as it is (``Tally()``). A file over the document
     cap is quarantined as any document is (its SHA-256, size and head)."""
+    from ctxkeep.sources.readers.document import read_document  # (discovery alone needs it not)
+
     for b in read_document(file, wm, parser_version, _nothing, batch_bytes, json_doc=False):
         b.coverage = Tally()
         b.lines = 0  # bytes read, but no record (the ingest's "records" count)
