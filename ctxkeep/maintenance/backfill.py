@@ -19,6 +19,7 @@ from ctxkeep.pipeline import engine as pipeline
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import DiscoveryContext, SourceFile
+from ctxkeep.sources.readers.sidecar import SIDECAR_OF, is_sidecar
 
 #: a record time in a session file's bytes: an ISO-8601 value of a time key of
 #: Claude Code / Codex lines (``timestamp``), Gemini CLI documents (``startTime``,
@@ -135,6 +136,9 @@ def select_backfill(
             if hi and first is not None and first >= hi:
                 continue
         out.append(f)
+    if lo or hi:  # a sidecar (no record time) goes with its transcript (``readers.sidecar``)
+        kept = {str(f.path) for f in out}
+        out = [f for f in out if not is_sidecar(f) or f.meta.get(SIDECAR_OF) in kept]
     return out, problems
 
 

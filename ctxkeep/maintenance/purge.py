@@ -303,7 +303,17 @@ def _vault_paths(conn: sqlite3.Connection, owned: set[str], whole: list[str]) ->
     stays while other sessions live in it)."""
     from ctxkeep.sinks.vault.forget import rows_documents
 
-    return sorted(set(whole) | set(rows_documents(conn, owned, whole)))
+    return sorted(set(whole) | set(rows_documents(conn, owned, whole)) | set(_sidecars(conn, whole)))
+
+
+def _sidecars(conn: sqlite3.Connection, whole: list[str]) -> list[str]:
+    """The sidecars the vault holds of the files ``whole`` (``sources.readers.sidecar``:
+    a sub-agent's ``.meta.json``, a tool output in ``tool-results/``): no entry names
+    them, so they go with the transcript they belong to (their vault files, watermarks
+    and, remembered, the ingest plan's reads)."""
+    from ctxkeep.sinks.vault.manifest import sidecars_of
+
+    return sidecars_of(conn, whole)
 
 
 def _vault_preview(conn: sqlite3.Connection, owned: set[str], whole: list[str]) -> dict:
@@ -339,8 +349,13 @@ def purge_locked(conn: sqlite3.Connection, request: PurgeRequest, reingest: bool
         kill_point("purge", "delete")  # inside the transaction: rolled back
         files = removed.pop("files")
         tomb = _tombstone(conn, request, files, owned, reingest)
+        # (with the sidecars of those files: ``_sidecars``)
         removed["watermarks"] = tombstones.forget_files(
-            conn, request.scope, request.value, whole, remember=not reingest
+            conn,
+            request.scope,
+            request.value,
+            sorted({*whole, *_sidecars(conn, whole)}),
+            remember=not reingest,
         )
         # the coverage ledger's rows of those files: their path and counts go with them
         removed["coverage"] = coverage.forget(conn, whole)

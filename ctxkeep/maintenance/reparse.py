@@ -41,7 +41,7 @@ import sqlite3
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from contextlib import closing
 from pathlib import Path
 
@@ -58,6 +58,7 @@ from ctxkeep.sinks.vault import manifest
 from ctxkeep.sources import as_stored
 from ctxkeep.sources.contract import SourceFile, Watermark
 from ctxkeep.sources.readers import jsonl as jsonl_reader
+from ctxkeep.sources.readers import sidecar
 
 #: the old entry ids of the files a ``reparse(rekey=True)`` keyed anew, each with its
 #: new id (``query.fetch.resolve_ids`` follows them): ``ddl.TABLES["entry_aliases"]``
@@ -144,6 +145,19 @@ def differing(old_conn, new_conn, paths: list[str]) -> list[str]:
 
     old, new = rows(old_conn), rows(new_conn)
     return sorted(p for p, es in old.items() if any(new.get(p, {}).get(e) != v for e, v in es.items()))
+
+
+@contextlib.contextmanager
+def _views(side: dict[str, Path]) -> Iterator[None]:
+    """``side`` (original path → the file holding its bytes) in ``readers.jsonl.VIEW``
+    for the block (each pass sets them again: its end pops its own files' views), and
+    out of it after."""
+    jsonl_reader.VIEW.update(side)
+    try:
+        yield
+    finally:
+        for p in side:
+            jsonl_reader.VIEW.pop(p, None)
 
 
 def _materialize(conn, home: Path, gens: list[manifest.Generation], work: Path) -> dict[int, Path]:
@@ -552,6 +566,8 @@ def reparse(
             # a database is derived whole: every session of one kept
             dbs = {g.disk_path for p, g in latest.items() if p in keep and g.meta.get("vault_rows")}
             keep |= {p for p, g in latest.items() if g.meta.get("vault_rows") and g.disk_path in dbs}
+            # a transcript's sidecars with it (its parser reads them: Vibe's ``meta.json``)
+            keep |= {p for p, g in latest.items() if g.meta.get(sidecar.SIDECAR_OF) in keep}
             gens = [g for g in gens if g.path in keep]
             latest = {p: g for p, g in latest.items() if p in keep}
         # a database's sessions (rows documents) are read together, once, after the files
@@ -626,7 +642,11 @@ def reparse(
                     passes: dict[int, list[manifest.Generation]] = {}
                     for g in gens:
                         passes.setdefault(g.gen, []).append(g)
-                    with vault.suspended():
+                    # the newest version of each sidecar (``sources.readers.sidecar``),
+                    # where a parser reading beside its transcript finds it (Vibe's
+                    # ``meta.json``: the session's id, project and usage), every pass
+                    side = {p: files[g.gen_id] for p, g in latest.items() if g.meta.get(sidecar.SIDECAR)}
+                    with vault.suspended(), _views(side):
                         for n in sorted(passes):
                             say(f"parsing generation {n}")
                             todo: list[tuple[SourceFile, Watermark | None]] = []
@@ -641,6 +661,7 @@ def reparse(
                                         held.get(g.path),
                                     )
                                 todo.append((sf, None))
+                            jsonl_reader.VIEW.update(side)
                             before_q = requarantine.last_id(new)
                             try:
                                 ingest_files(new, todo, tombs, writer=False)

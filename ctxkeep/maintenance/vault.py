@@ -377,7 +377,7 @@ def _size_of(path: str) -> int:
 
 def session_files(conn, session_id: str) -> list[str]:
     """The paths of the files the vault holds for ``session_id`` and its sub-agents
-    (the files its entries came from), sorted."""
+    (the files its entries came from, and their sidecars), sorted."""
     rows = conn.execute(
         "SELECT DISTINCT fi.path FROM entry_rows e JOIN files fi ON fi.file_id = e.file_id "
         "JOIN vault_files vf ON vf.path = fi.path WHERE e.session_id = ?1 OR e.parent_session_id = ?1",
@@ -420,6 +420,10 @@ def session_files(conn, session_id: str) -> list[str]:
             msgs = f"{storage}/message/{p.stem}/"
             if any(x.startswith(msgs) for x in srcs):
                 out.add(path)
+    # the sidecars of those files (``sources.readers.sidecar``: a Claude Code sub-agent's
+    # ``.meta.json``, a tool output kept in ``tool-results/``, Vibe's ``meta.json``): no
+    # entry names them, the vault files them under the transcript they belong to
+    out |= set(manifest.sidecars_of(conn, out))
     return sorted(out)
 
 

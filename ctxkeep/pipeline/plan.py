@@ -18,10 +18,12 @@ from ctxkeep.sources import (
     file_unchanged,
     files_for_paths,
     needs_state,
+    sidecars_for,
     stat_unchanged,
 )
 from ctxkeep.sources.contract import MAX_LINE_ENV, Discovery, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.sources.readers.rows import SEP as ROWS_SEP
+from ctxkeep.sources.readers.sidecar import SIDECAR_OF
 
 #: the line cap was set in the environment this process started with (it then wins
 #: over ``config.toml``'s ``[ingest] max_line_mb``, which ``plan`` exports otherwise)
@@ -142,6 +144,7 @@ def plan(
         discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
     elif paths:
         files, path_problems = files_for_paths(paths, agents)
+        files += sidecars_for(files)
         problems += path_problems
         discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
     else:
@@ -178,7 +181,9 @@ def plan(
                 st = os.stat(key)
             except OSError:
                 continue  # gone
-        if key in purged:
+        if key in purged or f.meta.get(SIDECAR_OF) in purged:
+            # (a sidecar of a purged transcript: a purge before sidecars were read
+            # remembered the transcript only)
             continue
         has = key in facts and key not in unvaulted and not force
         if not force:

@@ -226,6 +226,22 @@ def discover_all(
     return out
 
 
+def sidecars_for(files: list[SourceFile]) -> list[SourceFile]:
+    """The sidecars on disk (``readers.sidecar``) of the transcripts ``files`` not among
+    them, each once: what ``sidecars_of(path)`` of each file's source gives (Claude
+    Code, Mistral Vibe). An ``ingest --path`` (the agents' hooks) reads them with the
+    transcripts it names, as discovery finds them beside every session."""
+    seen = {str(f.path) for f in files}
+    out = []
+    for f in files:
+        fn = getattr(SOURCES.get(f.agent), "sidecars_of", None)
+        for side in fn(f.path) if fn is not None else ():
+            if str(side.path) not in seen:
+                seen.add(str(side.path))
+                out.append(side)
+    return out
+
+
 def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple[list[SourceFile], list[str]]:
     """Map explicit ``--path`` files or directories to source files.
 

@@ -252,7 +252,12 @@ def json_object(path: Path) -> dict:
     """The JSON object in ``path`` (a session's companion metadata file: Kiro's
     ``<id>.json``, Grok's ``summary.json``, Vibe's ``meta.json`` …), ``{}`` when it is
     missing, unreadable or not an object; read again only when its mtime or size
-    changed (64 files cached), so a parser may ask for it on every line."""
+    changed (64 files cached), so a parser may ask for it on every line. A path a
+    reparse reads from the vault (``readers.jsonl.VIEW``: a sidecar's newest version,
+    ``readers.sidecar``) is read there."""
+    from ctxkeep.sources.readers.jsonl import VIEW
+
+    path = VIEW.get(str(path), path)
     try:
         st = path.stat()
     except OSError:

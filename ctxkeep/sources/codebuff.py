@@ -59,6 +59,7 @@ from ctxkeep.sources.contract import (
     SourceFile,
     Watermark,
 )
+from ctxkeep.sources.readers import sidecar
 from ctxkeep.sources.readers.document import read_document
 
 AGENT = "codebuff"
@@ -82,6 +83,7 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     for r in [base, *ctx.extra_dirs]:
         d.searched.append(r)
         d.add_glob(r, ["*/chats/*/chat-messages.json"], MODE)
+    sidecar.add_all(d, sidecars_of)
     d.explain_empty(base, f"no */chats/*/chat-messages.json under {base}")
     return d
 
@@ -321,7 +323,26 @@ def parse_chat(doc: Any, path: Path) -> list[dict]:
     return out
 
 
+#: the files beside ``chat-messages.json`` the vault keeps with it (``readers.sidecar``)
+SIDECARS = {"run-state.json": "run-state", "chat-meta.json": "session-meta"}
+
+
+def sidecars_of(path: Path) -> list[SourceFile]:
+    """The sidecars of ``chat-messages.json`` at ``path`` (``SIDECARS``) on disk."""
+    return sidecar.beside(AGENT, path, SIDECARS) if path.name == "chat-messages.json" else []
+
+
 def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+    """Read one chat whole when its ``chat-messages.json`` changed; a sidecar
+    (``SIDECARS``) whole, for the vault, with no entries."""
+    if sidecar.is_sidecar(file):
+        return sidecar.read_sidecar(file, wm, PARSER_VERSION, batch_bytes)
+    return _read_chat(file, wm, batch_bytes)
+
+
+def _read_chat(
+    file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
+) -> Iterator[Batch]:
     """Read one chat whole when its ``chat-messages.json`` changed."""
     path = file.path
     return read_document(

@@ -50,8 +50,9 @@ from ctxkeep.sources._util import (
     nonempty,
     openai_message_entries,
 )
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, FileMode, Mode, SourceFile
 from ctxkeep.sources.coverage import unknown
+from ctxkeep.sources.readers import sidecar
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "grok"
@@ -69,6 +70,7 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     root = ctx.env_dir("GROK_DIR", ctx.home / ".grok" / "sessions")
     for base in [root, *ctx.extra_dirs]:
         d.add_glob(base, [f"*/*/{name}" for name in _FILES], MODE)
+    sidecar.add_all(d, sidecars_of)
     d.explain_empty(root, f"no */*/chat_history.jsonl under {root}")
     return d
 
@@ -230,4 +232,19 @@ def _usage(rec: dict, base: dict, sid: str, line_hash: str, model: str | None) -
 
 
 #: new lines of one session's chat_history.jsonl or updates.jsonl into entry dicts
-read = record_reader(PARSER_VERSION, parse_record, init_state)
+#: the files beside ``chat_history.jsonl`` the vault keeps with it (``readers.sidecar``)
+SIDECARS = {"summary.json": "session-meta", "signals.json": "signals"}
+
+
+def sidecars_of(path: Path) -> list[SourceFile]:
+    """The sidecars of ``chat_history.jsonl`` at ``path`` (``SIDECARS``) on disk."""
+    return sidecar.beside(AGENT, path, SIDECARS) if path.name == "chat_history.jsonl" else []
+
+
+def mode_for(path: Path) -> FileMode:
+    """``rewrite`` for a sidecar (``SIDECARS``), else ``append``."""
+    return sidecar.MODE if path.name in SIDECARS else MODE
+
+
+#: new lines of a transcript into entry dicts; a sidecar whole, for the vault
+read = sidecar.reading(record_reader(PARSER_VERSION, parse_record, init_state), PARSER_VERSION)

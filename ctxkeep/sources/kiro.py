@@ -57,6 +57,7 @@ from ctxkeep.sources.contract import (
     SourceFile,
 )
 from ctxkeep.sources.coverage import unknown
+from ctxkeep.sources.readers import sidecar
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 from ctxkeep.sources.readers.sqlite import (
     ChangedRows,
@@ -90,8 +91,17 @@ def roots(ctx: DiscoveryContext) -> list[Path]:
 
 
 def mode_for(path: Path) -> FileMode:
-    """``sqlite`` for ``data.sqlite3``, else ``append`` (a legacy ``.jsonl``)."""
-    return "sqlite" if path.name == DB_NAME else "append"
+    """``sqlite`` for ``data.sqlite3``, ``rewrite`` for a legacy session's ``.json``
+    (a sidecar: ``sidecars_of``), else ``append`` (a legacy ``.jsonl``)."""
+    return "sqlite" if path.name == DB_NAME else sidecar.MODE if path.suffix == ".json" else "append"
+
+
+def sidecars_of(path: Path) -> list[SourceFile]:
+    """The sidecar of a legacy ``<session>.jsonl`` at ``path``: its ``<session>.json``
+    (``session_meta``), kept by the vault with it (``readers.sidecar``)."""
+    return (
+        sidecar.beside(AGENT, path, {path.stem + ".json": "session-meta"}) if path.suffix == ".jsonl" else []
+    )
 
 
 def discover(ctx: DiscoveryContext) -> Discovery:
@@ -102,6 +112,7 @@ def discover(ctx: DiscoveryContext) -> Discovery:
         if root.is_dir():
             d.add(root / DB_NAME, "sqlite")
             d.add_glob(root, ["*.jsonl"], "append")
+    sidecar.add_all(d, sidecars_of)
     d.explain_empty(roots(ctx)[0], f"no Kiro CLI {DB_NAME} or <session>.jsonl found")
     return d
 
@@ -333,4 +344,4 @@ _read_db = database_reader(
     AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}", vault=VAULT_TABLES
 )
 #: ``data.sqlite3`` by changed rows, a legacy ``.jsonl`` by byte offset
-read = by_mode(mode_for, _read_db, _read_jsonl)
+read = sidecar.reading(by_mode(mode_for, _read_db, _read_jsonl), PARSER_VERSION)

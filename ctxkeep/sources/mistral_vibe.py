@@ -20,15 +20,28 @@ Usage: the session's cumulative ``stats`` from ``meta.json`` as one row per sess
 (``usage_key`` ``vibe:<session id>``; a later, larger total replaces it, as the store
 keeps the larger copy of a key): input = prompt - cached, cache read = cached, output
 = completion. Entries take ``start_time`` as their time (the lines have none); the
-usage row ``end_time``.
+usage row ``end_time``. The vault keeps ``meta.json`` as a sidecar of its
+``messages.jsonl`` (``readers.sidecar``: each version, no entries), so a restore gives
+the session folder back whole.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from ctxkeep.sources._util import as_int, compact_json, dict_at, json_object, nonempty, openai_tool_calls
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    DiscoveryContext,
+    FileMode,
+    Mode,
+    SourceFile,
+    Watermark,
+)
+from ctxkeep.sources.readers import sidecar
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "mistral-vibe"
@@ -39,11 +52,16 @@ MODE: Mode = "append"
 
 def discover(ctx: DiscoveryContext) -> Discovery:
     """Find ``<root>/*/messages.jsonl`` under ``$VIBE_SESSIONS_DIR`` when set, else
-    ``~/.vibe/logs/session``, and in configured dirs."""
+    ``~/.vibe/logs/session``, and in configured dirs; each session folder's
+    ``meta.json`` as a sidecar of its ``messages.jsonl`` (``readers.sidecar``)."""
     d = Discovery(AGENT)
     root = ctx.env_dir("VIBE_SESSIONS_DIR", ctx.home / ".vibe" / "logs" / "session")
     for base in [root, *ctx.extra_dirs]:
         d.add_glob(base, ["*/messages.jsonl"], MODE)
+        for p in [
+            f.path for f in d.files if f.path.parent.parent == base and f.path.name == "messages.jsonl"
+        ]:
+            d.add(p.with_name("meta.json"), sidecar.MODE, sidecar.meta("session-meta", p))
     d.explain_empty(root, f"no */messages.jsonl under {root}")
     return d
 
@@ -164,4 +182,26 @@ def _usage(meta: dict, base: dict, sid: str, model: str | None) -> list[dict]:
 
 
 #: new lines of one session's messages.jsonl into entry dicts (``parse_record``)
-read = record_reader(PARSER_VERSION, parse_record, init_state)
+_read_transcript = record_reader(PARSER_VERSION, parse_record, init_state)
+
+
+def sidecars_of(path: Path) -> list[SourceFile]:
+    """The sidecar of ``messages.jsonl`` at ``path`` (an ``ingest --path`` of it takes it
+    in too): the ``meta.json`` beside it, when there is one."""
+    p = path.with_name("meta.json")
+    if path.name != "messages.jsonl" or not p.is_file():
+        return []
+    return [SourceFile(AGENT, p, sidecar.MODE, sidecar.meta("session-meta", path))]
+
+
+def mode_for(path: Path) -> FileMode:
+    """``rewrite`` for a session's ``meta.json`` (a sidecar), else ``append``."""
+    return sidecar.MODE if path.name == "meta.json" else MODE
+
+
+def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+    """New lines of ``messages.jsonl`` into entry dicts (``parse_record``); a sidecar
+    (``meta.json``) whole, for the vault, with no entries."""
+    if sidecar.is_sidecar(file):
+        return sidecar.read_sidecar(file, wm, PARSER_VERSION, batch_bytes)
+    return _read_transcript(file, wm, batch_bytes)

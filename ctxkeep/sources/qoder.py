@@ -26,7 +26,8 @@ from pathlib import Path
 
 from ctxkeep.sources import claude_code
 from ctxkeep.sources._util import json_object, nonempty, relabel, title_entry
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, FileMode, Mode, SourceFile, sorted_paths
+from ctxkeep.sources.readers import sidecar
 from ctxkeep.sources.readers.jsonl import record_reader
 
 AGENT = "qoder"
@@ -69,6 +70,7 @@ def discover(ctx: DiscoveryContext) -> Discovery:
         for p in sorted_paths(root.glob("*/*/subagents/agent-*.jsonl")):
             if _ID.fullmatch(p.stem) and _ID.fullmatch(p.parent.parent.name):
                 d.add(p, MODE, claude_code.subagent_meta(p))
+    sidecar.add_all(d, sidecars_of)
     d.explain_empty(roots(ctx)[0], "no Qoder <session>.jsonl transcripts found")
     return d
 
@@ -124,4 +126,18 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
 
 
 #: new lines of one transcript into entry dicts (``parse_record``)
-read = record_reader(PARSER_VERSION, parse_record, init_state)
+def sidecars_of(path: Path) -> list[SourceFile]:
+    """The sidecar of a session transcript at ``path``: its ``<session>-session.json``
+    (``session_meta``), kept by the vault with it (``readers.sidecar``)."""
+    if path.suffix != ".jsonl" or path.name.startswith("agent-"):
+        return []
+    return sidecar.beside(AGENT, path, {path.stem + "-session.json": "session-meta"})
+
+
+def mode_for(path: Path) -> FileMode:
+    """``rewrite`` for a ``<session>-session.json`` (a sidecar), else ``append``."""
+    return sidecar.MODE if path.name.endswith("-session.json") else MODE
+
+
+#: new lines of a transcript into entry dicts; a sidecar whole, for the vault
+read = sidecar.reading(record_reader(PARSER_VERSION, parse_record, init_state), PARSER_VERSION)

@@ -28,16 +28,17 @@ def test_ingest_json_then_noop(store_home, monkeypatch):
     r = _run(["ingest", "--home", str(store_home), "--no-prefect", "--json", *CC], monkeypatch)
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout)
+    # 16 transcripts and the sub-agent's 152-byte .meta.json (a sidecar: its bytes count)
     assert (s["files"], s["files_read"], s["entries_new"], s["bytes"], s["quarantined"]) == (
-        16,
-        16,
+        17,
+        17,
         3215,
-        6439453,
+        6439453 + 152,
         0,
     )
     r2 = _run(["ingest", "--home", str(store_home), "--no-prefect", "--json", *CC], monkeypatch)
     s2 = json.loads(r2.stdout)
-    assert (s2["files"], s2["files_read"], s2["entries_new"], s2["bytes"]) == (16, 0, 0, 0)
+    assert (s2["files"], s2["files_read"], s2["entries_new"], s2["bytes"]) == (17, 0, 0, 0)
 
 
 def test_ingest_summary_line(store_home, monkeypatch):

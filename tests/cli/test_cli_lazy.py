@@ -211,6 +211,9 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
         # the rows document's format constants (orjson and base64 only, ~0.1 ms): the
         # vault's capture imports its rows path (``sinks.vault.rows_capture``) at top
         "ctxkeep.sources.readers.rows",
+        # what a sidecar is (the discovery meta's keys: Claude Code finds its sidecars;
+        # its reader, ``readers.document``, is imported on a read only)
+        "ctxkeep.sources.readers.sidecar",
         "ctxkeep.sources.readers.sqlite",
     ]
     # no token counted: no BPE encoder built (the plans counted their texts' tokens)

@@ -216,6 +216,6 @@ def test_ingest_summary_fits(homes, tmp_path):
     r = _run(str(tmp_path / "store"), "ingest", "--no-progress", home=home)
     lines = _fits(r.stdout)
     flat = " ".join(r.stdout.split())
-    assert flat.startswith("ingested 3,890 new entries from 27 of 27 files") and "records)" in flat
+    assert flat.startswith("ingested 3,890 new entries from 28 of 28 files") and "records)" in flat
     assert "aider: 32, claude-code: 986, codex: 2,229" in flat
     assert sum(x.startswith("  format drift: ") for x in lines) == 3

@@ -90,12 +90,13 @@ def test_ingest_dry_run_reads_sizes_and_writes_nothing(tmp_path):
     d = json.loads(r.stdout)
     assert not store.exists()  # no store created
     assert d["dry_run"] is True and d["store"] is None and d["unchanged"] == 0
-    # the corpus's Claude Code and Codex session files, sized independently
-    for agent, pattern in (
-        ("claude-code", ".claude/projects/**/*.jsonl"),
-        ("codex", ".codex/sessions/**/*.jsonl"),
+    # the corpus's Claude Code and Codex session files, sized independently (with the
+    # sub-agent's .meta.json the vault keeps beside its transcript: a sidecar)
+    for agent, patterns in (
+        ("claude-code", (".claude/projects/**/*.jsonl", ".claude/projects/*/*/subagents/*.meta.json")),
+        ("codex", (".codex/sessions/**/*.jsonl",)),
     ):
-        files = sorted(CORPUS_HOME.glob(pattern))
+        files = sorted(p for pattern in patterns for p in CORPUS_HOME.glob(pattern))
         a = next(x for x in d["agents"] if x["agent"] == agent)
         assert a["files"] == len(files) and a["bytes"] == sum(p.stat().st_size for p in files)
     assert d["files"] == sum(a["files"] for a in d["agents"])

@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -48,13 +49,17 @@ def _span(path) -> tuple[dt.datetime, dt.datetime] | None:
 
 def _expected(files, since: dt.datetime | None, until_end: dt.datetime | None) -> set[str]:
     keep = set()
+    sides = [f for f in files if f.meta.get("sidecar_of")]  # go with their transcript
     for f in files:
+        if f in sides:
+            continue
         s = _span(f.path)
         if s and since and s[1] < since:
             continue
         if s and until_end and s[0] >= until_end:
             continue
         keep.add(f.path.name)
+    keep |= {f.path.name for f in sides if Path(f.meta["sidecar_of"]).name in keep}
     return keep
 
 
@@ -87,7 +92,9 @@ def D(s: str) -> dt.datetime:
 )
 def test_date_range_selects_by_record_times(tmp_path, copied_ctx, since, until, lo, hi):
     every, _ = select_backfill(tmp_path / "store", ctx=copied_ctx, agents=AGENTS)
-    assert len(every) == 20  # 16 Claude Code + Codex files (test_maintenance), 4 Gemini CLI
+    # 16 Claude Code + Codex files (test_maintenance), 4 Gemini CLI, 1 sidecar (the
+    # sub-agent's .meta.json: no record time, it goes with its transcript)
+    assert len(every) == 21
     files, _ = select_backfill(tmp_path / "store", ctx=copied_ctx, agents=AGENTS, since=since, until=until)
     want = _expected(every, lo, hi)
     assert {f.path.name for f in files} == want

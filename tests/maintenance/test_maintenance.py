@@ -275,7 +275,8 @@ def test_backfill_date_range_selects_files(ctx, store_home):
         ]
     )
     # `since` is about the last record: every corpus file's records are after 2020
-    assert len(select_backfill(store_home, ctx=ctx, since="2020-01-01", agents=cc)[0]) == 16
+    # (16 transcripts and the sub-agent's .meta.json, a sidecar, with its transcript)
+    assert len(select_backfill(store_home, ctx=ctx, since="2020-01-01", agents=cc)[0]) == 17
     future = (dt.date.today() + dt.timedelta(days=2)).isoformat()
     assert select_backfill(store_home, ctx=ctx, since=future, agents=cc)[0] == []
     rep = run_backfill(store_home, ctx=ctx, until="2025-10-01", agents=cc)

@@ -21,9 +21,10 @@ JSONL_AGENTS = ["claude-code", "codex"]
 
 def test_second_run_adds_nothing_and_reads_no_bytes(home_copy, store_home):
     s1 = ingest(home_copy, store_home, JSONL_AGENTS)
-    assert (s1.files, s1.files_read, s1.entries_new, s1.quarantined) == (16, 16, 3215, 0)
+    # 16 transcripts and the sub-agent's .meta.json (a sidecar)
+    assert (s1.files, s1.files_read, s1.entries_new, s1.quarantined) == (17, 17, 3215, 0)
     s2 = ingest(home_copy, store_home, JSONL_AGENTS)
-    assert (s2.files, s2.files_read, s2.bytes, s2.lines, s2.entries_new) == (16, 0, 0, 0, 0)
+    assert (s2.files, s2.files_read, s2.bytes, s2.lines, s2.entries_new) == (17, 0, 0, 0, 0)
 
 
 def test_appended_rollout_adds_exactly_its_new_records(home_copy, store_home):
@@ -138,4 +139,4 @@ def test_the_plan_gives_an_appended_file_its_whole_watermark(home_copy, store_ho
         conn.close()
     assert [(str(f.path), wm) for f, wm in p.todo] == [(str(home_copy / USEREQ), stored)]
     assert stored.state.get("sid") == "019b2241-a0a9-7740-a0c0-33c010d4f7e6"
-    assert p.unchanged == 15
+    assert p.unchanged == 16  # (one a sidecar: the sub-agent's .meta.json)

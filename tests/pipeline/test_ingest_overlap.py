@@ -69,7 +69,8 @@ def test_writer_thread_stores_what_a_sequential_ingest_stores(tmp_path):
     seq = _ingest(tmp_path / "seq", ctx, writer=False)
     par = _ingest(tmp_path / "par", ctx, writer=True)
     assert par == seq
-    assert (seq["entries_new"], seq["files_read"], seq["lines"]) == (3890, 27, 3665)
+    # 27 session files and a sub-agent's .meta.json (a sidecar: bytes, no record)
+    assert (seq["entries_new"], seq["files_read"], seq["lines"]) == (3890, 28, 3665)
     a, b = _fingerprint(tmp_path / "seq"), _fingerprint(tmp_path / "par")
     assert b == a
     # contents: a Codex result that failed (a non-zero exit code, stored with the
@@ -402,7 +403,7 @@ def test_a_reader_process_yields_what_the_reader_thread_yields(tmp_path, monkeyp
 
     monkeypatch.setattr(read_worker, "read_in_process", spy)
     par = _ingest(tmp_path / "par", ctx, writer=True)
-    assert started == [27] and par == seq
+    assert started == [28] and par == seq
     assert _fingerprint(tmp_path / "par") == _fingerprint(tmp_path / "seq")
 
 
@@ -793,7 +794,7 @@ def test_two_reader_processes_store_what_one_reader_stores(tmp_path, monkeypatch
     # the readers count every new content's tokens: the ingest process counts none
     assert modes == ["split", "split"] and counted == []
     assert sorted(started[0] + started[1]) == sorted({p for s in started for p in s})  # each file once
-    assert two == one and two["files_read"] == 27
+    assert two == one and two["files_read"] == 28
     assert _fingerprint(tmp_path / "two") == _fingerprint(tmp_path / "one")
     rowids = "SELECT rowid, entry_id FROM entries ORDER BY rowid"
     for home in ("one", "two"):

@@ -79,7 +79,8 @@ def test_parts_transformed_on_a_thread_pool_store_what_the_stream_stores(tmp_pat
 
         par = _ingest(tmp_path / "par", ctx, submit)
     assert par == seq
-    assert (seq["entries_new"], seq["files_read"], seq["lines"]) == (3890, 27, 3665)
+    # 27 session files and a sub-agent's .meta.json (a sidecar: bytes, no record)
+    assert (seq["entries_new"], seq["files_read"], seq["lines"]) == (3890, 28, 3665)
     assert len(calls) == len(split_parts(_plan_todo(tmp_path / "fresh", ctx)))
     assert store_digest(tmp_path / "par") == store_digest(tmp_path / "seq")
 

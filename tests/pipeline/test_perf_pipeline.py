@@ -62,8 +62,9 @@ def test_read_ahead_yields_what_the_sequential_reader_yields():
     # one closing item per file, all read (none vanished)
     assert sum(1 for _, b, got in seq if b is None and got) == len(todo)
     assert sum(b[2] for _, b, _ in seq if b is not None) > 1000
-    # the corpus's 16 Claude Code + Codex files each fit one batch: batch, end item
-    assert len(todo) == 16 and len(seq) == 2 * len(todo)
+    # the corpus's 16 Claude Code + Codex files and the sub-agent's .meta.json (a
+    # sidecar) each fit one batch: batch, end item
+    assert len(todo) == 17 and len(seq) == 2 * len(todo)
 
 
 def test_read_ahead_raises_the_readers_error_after_the_items_before_it(monkeypatch):

@@ -215,10 +215,10 @@ def test_a_first_ingest_shared_with_the_early_reader_stores_what_one_process_sto
     monkeypatch.setattr(read_worker, "read_in_process", spy_one)
     two = _ingest(tmp_path / "two", ctx)
     # the ingest read its first files itself, the early reader the rest (and was taken)
-    assert shared == [27] and len(taken) == 1 and 0 < taken[0][0] < 27 and taken[0][1]
+    assert shared == [28] and len(taken) == 1 and 0 < taken[0][0] < 28 and taken[0][1]
     assert taken[0][2]  # it seals the databases' whole rows documents too
     assert not prestart.waiting()
-    assert two == one and two["files_read"] == 27 and two["entries_new"] == 3890
+    assert two == one and two["files_read"] == 28 and two["entries_new"] == 3890
     assert store_digest(tmp_path / "two") == store_digest(tmp_path / "one")
     got, want = _rows(tmp_path / "two"), _rows(tmp_path / "one")
     assert got == want and len(got[0]) == 3890 and got[1] and got[2]
@@ -355,7 +355,7 @@ def test_the_service_sends_the_todo_ahead_and_the_engine_takes_that_reader(tmp_p
     monkeypatch.setattr(prestart, "send_ahead", spy_send)
     monkeypatch.setattr(read_worker, "read_in_process", spy_one)
     out = svc.ingest(tmp_path / "two", svc.IngestRequest(prefect=False))
-    assert sent == [(27, True, True)] and len(started) == 1 and 0 < started[0][0] < 27 and started[0][1]
+    assert sent == [(28, True, True)] and len(started) == 1 and 0 < started[0][0] < 28 and started[0][1]
     assert not prestart.waiting()
     assert out.summary["entries_new"] == one["entries_new"] == 3890
     assert store_digest(tmp_path / "two") == store_digest(tmp_path / "one")

@@ -97,14 +97,18 @@ def test_every_registered_source_satisfies_the_protocol():
 
 def test_capabilities_are_the_protocols():
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ModeByPath)) == [
+        "claude-code",  # its sidecars (readers.sidecar) are documents beside the transcripts
         "cortex",
         "cursor",
         "devin",
         "gemini-cli",
         "goose",
+        "grok",
         "hermes",
         "kiro",
+        "mistral-vibe",
         "opencode",
+        "qoder",
         "qwen-code",
     ]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ChangeTest)) == ["opencode", "openhands"]

@@ -50,13 +50,23 @@ def _nonblank_lines(rel: str) -> int:
 def test_discovery_finds_sessions_and_both_subagent_layouts(corpus_ctx):
     d = claude_code.discover(corpus_ctx)
     rel = sorted(str(f.path.relative_to(CORPUS_HOME)) for f in d.files)
-    assert len(rel) == 10  # 8 session files (one is 0 bytes) + 2 sub-agent transcripts
+    # 8 session files (one is 0 bytes) + 2 sub-agent transcripts + 1 sidecar (the v2.1
+    # sub-agent's .meta.json, kept by the vault: readers.sidecar)
+    assert len(rel) == 11
     assert SUBAGENT in rel and FLAT_AGENT in rel
     sub = next(f for f in d.files if f.path.name == "agent-a4ca7529859c158c2.jsonl")
-    assert sub.meta == {
+    assert sub.mode == "append" and sub.meta == {
         "subagent": "a4ca7529859c158c2",
         "parent_session": "ef958aa1-0e93-49f0-bb71-150f63befcd1",
     }
+    side = next(f for f in d.files if f.path.name == "agent-a4ca7529859c158c2.meta.json")
+    assert side.mode == "rewrite" and side.meta == {
+        "sidecar": "subagent-meta",
+        "sidecar_of": str(sub.path),
+        "subagent": "a4ca7529859c158c2",
+        "parent_session": "ef958aa1-0e93-49f0-bb71-150f63befcd1",
+    }
+    assert claude_code.mode_for(side.path) == "rewrite" and claude_code.mode_for(sub.path) == "append"
 
 
 def test_claude_config_dir_replaces_default(corpus_ctx, tmp_path):

@@ -34,7 +34,7 @@ def _utc(monkeypatch):
 def test_chats_blocks_subagent_times_and_credits(tmp_path):
     store = tmp_path / "store"
     s = ingest(fixture_home("codebuff", tmp_path / "home"), store, agents="codebuff")
-    assert s.files_read == 2 and s.quarantined == 0
+    assert s.files_read == 5 and s.quarantined == 0  # 2 chats, 3 sidecars (run-state, chat-meta)
     assert kinds(store, "codebuff") == {
         "user/message": 3,
         "assistant/thinking": 1,
@@ -116,9 +116,12 @@ def test_env_dir_and_a_rewritten_chat(tmp_path):
     projects = home / ".config/manicode/projects"
     env = {"CODEBUFF_DIR": str(projects)}
     found = codebuff.discover(DiscoveryContext(home=tmp_path / "nohome", env=env)).files
-    assert sorted(f.path.parent.name for f in found) == [
-        "2026-08-03T23-40-00.000Z",
-        "2026-08-05T09-00-00.000Z",
+    assert sorted((f.path.parent.name, f.path.name) for f in found) == [
+        ("2026-08-03T23-40-00.000Z", "chat-messages.json"),
+        ("2026-08-03T23-40-00.000Z", "chat-meta.json"),  # sidecars (readers.sidecar)
+        ("2026-08-03T23-40-00.000Z", "run-state.json"),
+        ("2026-08-05T09-00-00.000Z", "chat-messages.json"),
+        ("2026-08-05T09-00-00.000Z", "run-state.json"),
     ]
     store = tmp_path / "store"
     assert ingest(tmp_path / "nohome", store, agents="codebuff", env=env).entries_new == 16

@@ -21,7 +21,7 @@ OLD = "019e1b00-2222-7000-8000-0000000000b2"
 def test_both_generations_tool_calls_and_usage(tmp_path):
     store = tmp_path / "store"
     s = ingest(HOME, store, agents="grok")
-    assert s.files_read == 3 and s.quarantined == 0
+    assert s.files_read == 5 and s.quarantined == 0  # 3 transcripts, 2 summary.json (sidecars)
     assert kinds(store, "grok") == {
         "system/meta": 4,
         "user/message": 2,
@@ -69,10 +69,12 @@ def test_env_dir_and_incremental_append(tmp_path):
     shutil.copytree(HOME / ".grok/sessions", sessions)
     env = {"GROK_DIR": str(sessions)}
     found = grok.discover(DiscoveryContext(home=tmp_path / "nohome", env=env)).files
-    assert sorted((f.path.parent.name, f.path.name) for f in found) == [
-        (OLD, "chat_history.jsonl"),
-        (CUR, "chat_history.jsonl"),
-        (CUR, "updates.jsonl"),
+    assert sorted((f.path.parent.name, f.path.name, f.mode) for f in found) == [
+        (OLD, "chat_history.jsonl", "append"),
+        (OLD, "summary.json", "rewrite"),  # a sidecar (readers.sidecar)
+        (CUR, "chat_history.jsonl", "append"),
+        (CUR, "summary.json", "rewrite"),
+        (CUR, "updates.jsonl", "append"),
     ]
     store = tmp_path / "store"
     assert ingest(tmp_path, store, agents="grok", env=env).entries_new == 17

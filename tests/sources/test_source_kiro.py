@@ -25,7 +25,7 @@ def test_both_generations_messages_tool_calls_and_results(tmp_path):
     store = tmp_path / "store"
     home = fixture_home("kiro", tmp_path / "home")
     s = ingest(home, store, agents="kiro")
-    assert s.files_read == 2 and s.quarantined == 0
+    assert s.files_read == 3 and s.quarantined == 0  # with the legacy session's .json (a sidecar)
     assert kinds(store, "kiro") == {
         "user/message": 3,
         "assistant/message": 5,

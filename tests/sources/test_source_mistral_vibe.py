@@ -19,7 +19,7 @@ SID = "7d1c2a90-3b4e-4f5a-9c8d-112233445566"
 def test_session_entries_project_and_usage(tmp_path):
     store = tmp_path / "store"
     s = ingest(HOME, store, agents="mistral-vibe")
-    assert s.files_read == 1 and s.quarantined == 0
+    assert s.files_read == 2 and s.quarantined == 0  # messages.jsonl and meta.json (a sidecar)
     k = kinds(store, "mistral-vibe")
     assert {key: k.get(key) for key in ("user/message", "assistant/message", "assistant/thinking")} == {
         "user/message": 1,

@@ -21,7 +21,7 @@ FORK = "1a1a1a1a-0000-4000-8000-000000000000"
 def test_messages_tool_calls_usage_title_and_parents(tmp_path):
     store = tmp_path / "store"
     s = ingest(HOME, store, agents="qoder")
-    assert s.files_read == 2 and s.quarantined == 0
+    assert s.files_read == 3 and s.quarantined == 0  # with the -session.json (a sidecar)
     assert kinds(store, "qoder") == {
         "user/message": 2,
         "assistant/message": 3,
@@ -60,10 +60,14 @@ def test_discovery_env_and_platform_dirs(tmp_path):
     found = qoder.discover(
         DiscoveryContext(home=tmp_path / "nohome", env={"QODER_PROJECTS_DIR": str(projects)})
     )
-    assert sorted(f.path.name for f in found.files) == [f"{SID}.jsonl", "agent-c0ffee12.jsonl"]
+    assert sorted(f.path.name for f in found.files) == [
+        f"{SID}-session.json",  # a sidecar of the transcript (readers.sidecar)
+        f"{SID}.jsonl",
+        "agent-c0ffee12.jsonl",
+    ]
     mac = tmp_path / "mac" / "Library/Application Support/Qoder/SharedClientCache/cli/projects"
     shutil.copytree(HOME / ".qoder/projects", mac)
-    assert len(qoder.discover(DiscoveryContext(home=tmp_path / "mac", env={})).files) == 2
+    assert len(qoder.discover(DiscoveryContext(home=tmp_path / "mac", env={})).files) == 3
     # the transcripts are Claude Code-shaped but not Claude Code's
     assert claude_code.discover(DiscoveryContext(home=HOME, env={})).files == []
     assert qoder.matches(next(HOME.rglob(f"{SID}.jsonl")))

@@ -57,6 +57,7 @@ from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.sources.readers.jsonl import with_tail
+from ctxkeep.sources.readers.sidecar import is_sidecar
 from ctxkeep.timeutil import format_epoch
 from ctxkeep.transforms.tokens import estimate_tokens
 
@@ -205,6 +206,8 @@ def discovered_files(
         files = [f for d in ds for f in d.files]
     out = []
     for f in files:
+        if is_sidecar(f):  # a transcript's sidecar (a tool output, a sub-agent's meta): not a session file
+            continue
         if f.agent in cp.SUPPORTED:
             out.append(f)
         else:

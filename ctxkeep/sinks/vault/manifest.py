@@ -9,7 +9,8 @@ secret was redacted in it (``redactions`` is ``{}``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,6 +94,23 @@ def generations_of(conn, path: str) -> list[Generation]:
     """Every generation of the file at ``path``, oldest first (``gen`` 1, 2, …)."""
     rows = conn.execute(_GEN_SQL + " WHERE f.path = ? ORDER BY g.gen", (path,)).fetchall()
     return [_gen(r) for r in rows]
+
+
+def sidecars_of(conn, paths: Collection[str]) -> list[str]:
+    """The paths of the sidecars the vault holds (``sources.readers.sidecar``: files an
+    agent keeps beside a transcript, ``vault_files.meta`` ``sidecar_of`` naming it) of
+    the transcripts ``paths``, sorted; empty for a store without the vault's tables."""
+    if not paths:
+        return []
+    try:
+        rows = conn.execute(
+            "SELECT path FROM vault_files WHERE meta LIKE '%\"sidecar_of\"%' AND "
+            "json_extract(meta, '$.sidecar_of') IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(paths)),),
+        ).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    return sorted(r[0] for r in rows)
 
 
 def _objects(conn, shas: list[bytes]) -> dict[bytes, tuple[str, int, int, int]]:
@@ -468,6 +486,7 @@ __all__ = [
     "pieces",
     "read_sha",
     "orphan_packs",
+    "sidecars_of",
     "packed_bytes",
     "stored_figures",
     "verify",
