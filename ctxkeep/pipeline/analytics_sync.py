@@ -8,13 +8,19 @@ import os
 import queue
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ctxkeep.pipeline.writer import HELD_OVERFLOW
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.analytics_file import set_aside_if_damaged
 from ctxkeep.sinks.sqlite import store_safety
 
+if TYPE_CHECKING:
+    import duckdb
+
 _END = object()
+#: ``finish(abandon=True)``'s item: stop without the closing sync
+_STOP = object()
 #: ``reading_done``'s item: sync the usage rows and texts committed so far
 _STEP = object()
 
@@ -114,6 +120,9 @@ class AnalyticsSyncer:
         #: rows, ~0.13 CPU s after the last commit; ~10x at 2 GB); one the writer found
         #: too big (``writer.HELD_OVERFLOW``) compares every row
         self.usage_held = usage_held
+        #: the thread's DuckDB connection while open (``finish(abandon=True)`` interrupts it)
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._abandoned = False
 
     @property
     def started(self) -> bool:
@@ -148,12 +157,29 @@ class AnalyticsSyncer:
         if self._thread is not None and self.usage_after is not None:
             self._put(_STEP)
 
-    def finish(self) -> str:
+    def finish(self, abandon: bool = False) -> str:
         """Run the closing sync (the tail of the entries, status changes, usage), stop
-        the thread and return the note; '' when nothing was committed."""
+        the thread and return the note; '' when nothing was committed. ``abandon``
+        (Ctrl-C): no closing sync, the groups waiting are dropped and the DuckDB
+        statement running is interrupted; DuckDB stays behind SQLite (``marks`` None),
+        as after a failed closing sync, and the next ingest or reader brings it current
+        (newuser20 F8: the closing sync of an interrupted 1 GB ingest took seconds)."""
         if self._thread is None:
             return ""
-        self._put(_END)
+        if abandon:
+            self._abandoned = True
+            while True:
+                try:
+                    self._q.get_nowait()
+                except queue.Empty:
+                    break
+            held = self._con
+            if held is not None:
+                try:
+                    held.interrupt()
+                except Exception:  # closed meanwhile
+                    pass
+        self._put(_STOP if abandon else _END)
         self._thread.join()
         return self.note
 
@@ -165,10 +191,15 @@ class AnalyticsSyncer:
         limit = ""  # DuckDB's memory_limit on ``con`` (``connect`` sets the writer's)
         while True:
             item = self._q.get()
+            if item is _STOP:
+                self.note = "analytics: stopped (the next ingest or report brings DuckDB current)"
+                break
+            if self._abandoned:
+                continue  # (queued before the stop: dropped)
             final = item is _END
             try:
                 if con is None:
-                    con = duckdb_store.connect(self.home)
+                    con = self._con = duckdb_store.connect(self.home)
                     limit = duckdb_store.WRITER_MEMORY_LIMIT
                     appends = duckdb_store.EntryAppends(con)
                     if self.usage_after is not None:
@@ -229,7 +260,7 @@ class AnalyticsSyncer:
                 )
                 if con is not None:
                     _close_quietly(con)
-                    con = None
+                    con = self._con = None
                     steps = None  # made again with ``con``, from the rows synced so far
                 if isinstance(e, Exception) and set_aside_if_damaged(self.home, e):
                     appends = None  # the next step opens a new file and syncs it from SQLite
@@ -237,6 +268,7 @@ class AnalyticsSyncer:
                     final = True
             if final:
                 break
+        self._con = None
         for c in (con, sq):
             if c is not None:
                 _close_quietly(c)

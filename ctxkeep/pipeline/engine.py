@@ -39,7 +39,7 @@ from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import store_safety
 from ctxkeep.sources import SOURCES
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
-from ctxkeep.transforms import drift
+from ctxkeep.transforms import drift, tokens
 from ctxkeep.transforms.normalize import normalized_rows, unique_entries
 
 
@@ -140,6 +140,7 @@ def extract_transform(
     ahead = Precomputed()
     group: list[tuple[ReadItem, Batch]] = []  # items with a batch, and the batch
     size = count = closed = files_read = vanished = 0
+    release = [False]  # a big ingest: the counter's build pages given back once built
 
     def flush() -> Group:
         nonlocal group, size, count, files_read, vanished
@@ -186,6 +187,12 @@ def extract_transform(
                 for it, b in group
             )
             frames = transform.transform_batch(conn, merged, tombs, seen, frame=pre, pre=ahead, legacy=legacy)
+            if release[0] and tokens.counter_built():
+                # the counter's build read ~33 MB of its extension's read-only pages, which
+                # stayed resident for the run (``tokens.release_counter_pages``; one read of
+                # /proc/self/smaps, ~7-35 ms, once per big ingest)
+                release[0] = False
+                tokens.release_counter_pages()
         g = Group(
             frames,
             quarantine,
@@ -204,6 +211,7 @@ def extract_transform(
         return g
 
     pending = pending_bytes(todo)
+    release[0] = pending >= PROCESS_READ_BYTES
     items: readahead.ReadAhead | reader_process.MergedReads | Generator[ReadItem, None, None]
     if readahead.READ_AHEAD > 0 and pending < PROCESS_READ_BYTES and prestart.waiting():
         # a first ingest: its first files read here, the rest by the reader started with the command
@@ -416,13 +424,17 @@ def ingest_files(
             for g in groups:
                 prestart.trace("ingest", "group")
                 w.put(g)
-    except BaseException:
-        w.close(raise_error=False)
+    except BaseException as e:  # Ctrl-C: what is not committed yet is dropped at once
+        w.close(raise_error=False, abandon=isinstance(e, KeyboardInterrupt))
         raise
     prestart.trace("ingest", "read")
-    if on_read is not None:
-        on_read()
-    w.close()
+    try:
+        if on_read is not None:
+            on_read()
+        w.close()
+    except KeyboardInterrupt:  # while the last groups were stored: the rest dropped
+        w.close(raise_error=False, abandon=True)
+        raise
     prestart.trace("ingest", "written")
     return tot
 
@@ -588,6 +600,7 @@ def _ingest_synced(
     # sync of a fresh store compares those and the rows above the last step
     held: set[str] = set()
     syncer = AnalyticsSyncer(home, usage_after=sqlite_store.usage_top(conn), usage_held=held)
+    stopped = False
     try:
         r = ingest_files(
             conn,
@@ -600,8 +613,11 @@ def _ingest_synced(
             on_read=syncer.reading_done,
             usage_held=held,
         )
+    except KeyboardInterrupt:  # Ctrl-C: no closing sync (DuckDB catches up next time)
+        stopped = True
+        raise
     finally:  # the groups committed before an error are synced too
-        s.analytics = syncer.finish()
+        s.analytics = syncer.finish(abandon=stopped)
         if syncer.marks:
             sqlite_store.mark_analytics_synced(conn, *syncer.marks)
     _fill(s, r, before)

@@ -221,6 +221,24 @@ READ_CHUNK_BYTES = 4 * 1024 * 1024
 READ_CHUNK_ITEMS = 64
 
 
+#: the stop of the process a read-ahead thread takes its items from, by the thread's
+#: ident (``reader_process.read_in_process`` registers it: ``stop_with_thread``):
+#: ``ReadAhead.close`` calls it, so a thread blocked on the pipe until the reader's next
+#: chunk ends at once (a 1 GB session's reader took seconds to make it, after Ctrl-C:
+#: newuser20 F8)
+_STOPS: dict[int, Callable[[], None]] = {}
+
+
+def stop_with_thread(stop: Callable[[], None] | None) -> None:
+    """Register ``stop`` (None: forget it) as what ``ReadAhead.close`` calls to stop
+    the source of the calling read-ahead thread early."""
+    ident = threading.get_ident()
+    if stop is None:
+        _STOPS.pop(ident, None)
+    else:
+        _STOPS[ident] = stop
+
+
 class _End(NamedTuple):
     """The reader thread's last hand-off: the error it raised, if any."""
 
@@ -311,8 +329,12 @@ class ReadAhead(Iterator[ReadItem]):
             self._chunk = iter(chunk)
 
     def close(self) -> None:
-        """Stop the reader thread (at its next chunk) and wait for it."""
+        """Stop the reader thread (at its next chunk; its reader process at once:
+        ``stop_with_thread``) and wait for it."""
         self._done = True
         self._chunk = iter(())
         self._stop.set()
+        stop = _STOPS.get(self._t.ident) if self._t.ident is not None and self._t.is_alive() else None
+        if stop is not None:
+            stop()
         self._t.join()

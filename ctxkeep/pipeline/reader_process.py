@@ -119,6 +119,13 @@ def read_in_process(
         prestart.trace("ingest", "spawn")
     proc, results = early or start_child("ctxkeep.pipeline.reader_process", *flags)
     ended = received = False
+    stopped = [False]
+
+    def stop() -> None:  # ``ReadAhead.close`` from another thread: the pipe's reader sees EOF
+        stopped[0] = True
+        proc.kill()
+
+    readahead.stop_with_thread(stop)
     try:
         assert proc.stdin is not None  # start_child opens it as a pipe
         try:
@@ -135,6 +142,8 @@ def read_in_process(
                 kind, val = pickle.load(results)
                 prestart.trace("ingest", "got")
             except EOFError:
+                if stopped[0]:  # killed by the consumer's close: nothing more is wanted
+                    return
                 if not received:  # it could not start (its error is on stderr): read here
                     ended = True
                     yield from read_files(todo)
@@ -164,6 +173,7 @@ def read_in_process(
                 raise val
             return
     finally:
+        readahead.stop_with_thread(None)
         try:
             proc.wait(timeout=10 if ended else 0)
         except subprocess.TimeoutExpired:

@@ -204,6 +204,8 @@ class Writer:
         self.conn = sqlite_store.sibling(conn) if thread else None
         self.threaded = self.conn is not None
         self.error: BaseException | None = None
+        #: ``close(abandon=True)``: the groups not committed yet are dropped
+        self.abandoned = False
         #: groups with frames committed so far, in order (``transform.InFlight``'s
         #: ``committed``: an int the writer thread sets after each commit)
         self.stored = 0
@@ -225,10 +227,10 @@ class Writer:
             g = self.q.get()
             if g is _END:
                 return
-            if self.error is not None:
+            if self.error is not None or self.abandoned:
                 if g.vault_pending is not None:
                     g.vault_pending.cancel()
-                continue  # drain: nothing after a failed group is stored
+                continue  # drain: nothing after a failed group (or a stop) is stored
             try:
                 if g.vault_pending is not None:  # its pack written (durable) before its rows commit
                     g.vault_group, g.vault_pending = g.vault_pending.result(), None
@@ -293,12 +295,32 @@ class Writer:
             except queue.Full:
                 continue
 
-    def close(self, raise_error: bool = True) -> None:
+    def close(self, raise_error: bool = True, abandon: bool = False) -> None:
         """Wait until every queued group is stored, stop the thread, close its
-        connection; raise its error (``raise_error``)."""
+        connection; raise its error (``raise_error``). ``abandon`` (Ctrl-C): the queued
+        groups are dropped and the one being stored is interrupted (``sqlite3``'s
+        ``interrupt``: its transaction rolls back), so the stop does not wait for up to
+        two groups' loads (a late group of a 1 GB session: seconds; newuser20 F8). What
+        was committed stays; the rest is read again by the next run (each group's
+        watermarks commit with its rows; a vault pack written for a group that did not
+        commit is an orphan, as after a kill)."""
         if not self.threaded:
             return
+        if abandon:
+            self.abandoned = True
+            while True:  # the queued groups (at most ``WRITE_AHEAD``) dropped: room for _END
+                try:
+                    g = self.q.get_nowait()
+                except queue.Empty:
+                    break
+                if g is not _END and g.vault_pending is not None:
+                    g.vault_pending.cancel()
         self.q.put(_END)
+        while abandon and self.t.is_alive():
+            # an interrupt between two statements is cleared by the next one: repeated
+            assert self.conn is not None  # threaded
+            self.conn.interrupt()
+            self.t.join(0.02)
         self.t.join()
         if self.captures is not None:  # a capture of a group never queued (an error) ends here
             self.captures.shutdown(wait=True, cancel_futures=True)

@@ -116,6 +116,12 @@ def bpe_count() -> Callable[[str], int] | None:
     return _count
 
 
+def counter_built() -> bool:
+    """True once ``bpe_count`` was called in this process (its counter built, or found
+    missing): ``release_counter_pages`` then costs no build."""
+    return bpe_count.cache_info().currsize > 0
+
+
 def release_counter_pages() -> int:
     """Build the counter (``bpe_count``) and give back the read-only pages of its
     extension that the build read (``release_clean_pages``): the hook path's peak RSS

@@ -95,6 +95,33 @@ def test_read_ahead_stops_its_thread_when_the_consumer_stops(monkeypatch):
     assert not any(t.name == "ctxkeep-read-ahead" and t.is_alive() for t in threading.enumerate())
 
 
+def test_closing_a_read_ahead_stops_a_source_blocked_on_its_process(monkeypatch):
+    """``close`` calls the stop the source registered (``stop_with_thread``: a reader
+    process killed), so it does not wait for the source's next item: a reader of a 1 GB
+    session took seconds to make its next chunk after Ctrl-C (newuser20 F8). Without the
+    call the source below blocks for good and ``close`` with it."""
+    stopped = threading.Event()
+
+    def blocked(todo):
+        readahead.stop_with_thread(stopped.set)
+        try:
+            yield ReadItem(0, None, True)
+            stopped.wait()  # the pipe waiting for the process's next chunk
+            yield ReadItem(1, None, True)
+        finally:
+            readahead.stop_with_thread(None)
+
+    monkeypatch.setattr(readahead, "read_files", blocked)
+    monkeypatch.setattr(readahead, "READ_CHUNK_ITEMS", 1)  # the first item handed over alone
+    gen = readahead.read_ahead([], depth=3)
+    assert next(gen).file == 0
+    closer = threading.Thread(target=gen.close, daemon=True)
+    closer.start()
+    closer.join(60)  # (a bound on a hang: without the stop, the source waits for ever)
+    assert not closer.is_alive() and stopped.is_set()
+    assert readahead._STOPS == {}  # forgotten once its thread ended
+
+
 def _indexes(conn) -> set[str]:
     return {
         r[0]
