@@ -198,14 +198,12 @@ class Store:
         again when the path names another file than the one it holds (a reparse,
         reindex or restore put a new store in place by a rename: the old connection
         would show the replaced store until the app restarted; left20)."""
-        import sqlite3
-
-        from ctxkeep.sinks.files import STORE_DB
+        from ctxkeep.service.analytics import open_lite
 
         now = _file_id(self.home)
         if now is not None and now != self._lite_file:
             old = self._lite
-            self._lite = sqlite3.connect(f"file:{Path(self.home) / STORE_DB}?mode=ro", uri=True)
+            self._lite = open_lite(self.home)
             self._lite_file = now
             old.close()
         return self._lite

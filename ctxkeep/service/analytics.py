@@ -37,8 +37,15 @@ def open_store(store: str | Path | None, *, wait: float = 0.0):
     if not (home / STORE_DB).exists():
         raise CtxkeepError("no store yet", where=str(home), hint="run `ctxkeep ingest` first")
     duck, _note = open_readonly(home, wait=wait)
-    lite = sqlite3.connect(f"file:{home / STORE_DB}?mode=ro", uri=True)
-    return home, duck, lite
+    return home, duck, open_lite(home)
+
+
+def open_lite(home: Path) -> sqlite3.Connection:
+    """A read-only sqlite3 connection to ``<home>/store.db`` (the app opens one again
+    when a reparse, reindex or restore put a new store in place)."""
+    from ctxkeep.sinks.files import STORE_DB
+
+    return sqlite3.connect(f"file:{Path(home) / STORE_DB}?mode=ro", uri=True)
 
 
 def agents_of(duck) -> list[str]:

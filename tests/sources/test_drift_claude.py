@@ -27,9 +27,19 @@ def test_workflow_subagents_are_discovered_as_sub_sessions(tmp_path, store_home)
 
     home = _home(tmp_path)
     d = claude_code.discover(DiscoveryContext(home=home, env={}))
-    wf = [f for f in d.files if "workflows" in f.path.parts]
-    # the transcript only: journal.jsonl and the .meta.json sidecar are not sessions
+    from ctxkeep.sources.readers.sidecar import SIDECAR, is_sidecar
+
+    wf = [f for f in d.files if "workflows" in f.path.parts and not is_sidecar(f)]
+    # the transcript only: journal.jsonl and the .meta.json are sidecars (vaulted with
+    # the session, session 21), not sessions
     assert [f.path.name for f in wf] == ["agent-a7748a49cbfabf1b6.jsonl"]
+    side = sorted(
+        (f.path.name, f.meta[SIDECAR]) for f in d.files if "workflows" in f.path.parts and is_sidecar(f)
+    )
+    assert side == [
+        ("agent-a7748a49cbfabf1b6.meta.json", "workflow-meta"),
+        ("journal.jsonl", "workflow-journal"),
+    ]
     assert wf[0].meta == {
         "subagent": "a7748a49cbfabf1b6",
         "parent_session": WF_SESSION,
