@@ -17,6 +17,7 @@ import shutil
 import sqlite3
 import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,8 @@ from typer.testing import CliRunner
 
 from conftest import CORPUS_HOME, cannot_mount
 from ctxkeep.cli import app
+from ctxkeep.errors import StoreError
+from ctxkeep.sinks.sqlite import connection as sqlite_connection
 
 runner = CliRunner()
 
@@ -150,3 +153,72 @@ def test_a_wal_it_cannot_apply_is_said_once(corpus_store, tmp_path, capsys):
     assert probe is None  # the WAL's commit: not applied
     assert len(err) == 1 and err[0].startswith("warning: ") and "store.db-wal" in err[0], err
     assert "last checkpoint" in err[0]
+
+
+#: a child that commits one row of ``t`` in a rollback-journal database (argv[2] "1"), then is
+#: SIGKILLed inside a transaction whose pages spilled into the file: the hot journal a
+#: first ingest killed while switching its new store to WAL leaves (CI met it in the
+#: vault's SIGKILL trials: every read-only open failed "attempt to write a readonly database")
+_KILLED_IN_A_TRANSACTION = """
+import os, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("PRAGMA cache_size=1")
+if sys.argv[2] == "1":
+    c.execute("CREATE TABLE t(x)")
+    c.execute("INSERT INTO t VALUES ('committed')")
+c.execute("BEGIN")
+c.execute("CREATE TABLE IF NOT EXISTS t(x)")
+for _ in range(2000):
+    c.execute("INSERT INTO t VALUES (randomblob(1000))")
+os.kill(os.getpid(), 9)
+"""
+
+
+def _hot_journal(home: Path, *, committed: bool = True) -> Path:
+    """``home/store.db`` with a hot journal beside it (checked: ``mode=ro`` refuses it);
+    without ``committed``, the file holds nothing once the journal is rolled back."""
+    home.mkdir()
+    db = home / "store.db"
+    p = subprocess.run(
+        [sys.executable, "-c", _KILLED_IN_A_TRANSACTION, str(db), "1" if committed else "0"],
+        capture_output=True,
+    )
+    assert p.returncode == -9, p.stderr
+    assert Path(f"{db}-journal").stat().st_size > 0
+    with pytest.raises(sqlite3.OperationalError) as e:
+        sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute("SELECT 1 FROM sqlite_master").fetchall()
+    assert e.value.sqlite_errorcode == sqlite3.SQLITE_READONLY_ROLLBACK
+    return db
+
+
+def test_a_killed_writers_hot_journal_is_rolled_back_by_a_reader(tmp_path):
+    db = _hot_journal(tmp_path / "home")
+    conn = sqlite_connection._open_readonly(db)
+    try:
+        assert conn.execute("SELECT x FROM t").fetchall() == [("committed",)]
+    finally:
+        conn.close()
+    assert not Path(f"{db}-journal").exists()
+
+
+def test_a_store_killed_before_its_schema_reads_as_no_store_yet(tmp_path):
+    home = tmp_path / "home"
+    _hot_journal(home, committed=False)
+    with pytest.raises(StoreError) as e:
+        sqlite_connection.connect(home, readonly=True)
+    assert e.value.what == "no store yet"
+    conn = sqlite_connection.connect(home)  # the next ingest's open makes the store
+    try:
+        assert sqlite_connection.schema_version(conn) > 0
+    finally:
+        conn.close()
+
+
+def test_a_hot_journal_on_a_read_only_store_is_one_error_line(tmp_path):
+    src = tmp_path / "home"
+    _hot_journal(src)
+    with _made_read_only(src, tmp_path) as ro, pytest.raises(StoreError) as e:
+        sqlite_connection._open_readonly(ro / "store.db")
+    assert "a killed write left store.db-journal to roll back" in e.value.what
+    assert e.value.hint == "run `ctxkeep ingest` once where the store is writable"
+    assert Path(f"{src / 'store.db'}-journal").exists()

@@ -18,6 +18,7 @@ carries an image of page 1 naming its database.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -89,7 +90,11 @@ def _open_readonly(path: Path) -> sqlite3.Connection:
         return conn
     except sqlite3.OperationalError as e:
         conn.close()
-        if getattr(e, "sqlite_errorcode", None) != sqlite3.SQLITE_CANTOPEN or not path.is_file():
+        code = getattr(e, "sqlite_errorcode", None)
+        if code == sqlite3.SQLITE_READONLY_ROLLBACK and path.is_file():
+            _roll_back_hot_journal(path)
+            return _open_readonly(path)
+        if code != sqlite3.SQLITE_CANTOPEN or not path.is_file():
             raise
     wal = Path(f"{path}-wal")
     if wal.is_file() and wal.stat().st_size:
@@ -100,6 +105,33 @@ def _open_readonly(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(
         f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None, check_same_thread=False
     )
+
+
+def _roll_back_hot_journal(path: Path) -> None:
+    """Roll back the hot journal (``store.db-journal``) a killed writer left, which a
+    ``mode=ro`` connection refuses (SQLITE_READONLY_ROLLBACK, "attempt to write a
+    readonly database"). A store only ever has one in its first moments: switching a new
+    file to WAL always goes through a rollback journal (SQLite's OP_JournalMode; the
+    vault's SIGKILL trials met it in CI when a first ingest was killed in that switch).
+    The rollback is SQLite's own recovery, which any writable open runs (it takes the
+    file's exclusive lock; a live writer's journal is not hot): a writable connection
+    reads once and closes. Raises StoreError when the store cannot be opened writable
+    (a read-only mount or folder); sqlite3.DatabaseError when SQLite finds the file
+    damaged after the rollback."""
+    uri = Path(os.path.abspath(path)).as_uri()
+    try:
+        rw = sqlite3.connect(f"{uri}?mode=rw", uri=True, isolation_level=None)
+        try:
+            rw.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            rw.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        finally:
+            rw.close()
+    except sqlite3.OperationalError as e:
+        raise StoreError(
+            f"a killed write left {path.name}-journal to roll back, and the store is read-only here ({e})",
+            where=str(path),
+            hint="run `ctxkeep ingest` once where the store is writable",
+        ) from None
 
 
 def connect(
@@ -149,6 +181,12 @@ def _connect(home: Path, *, readonly: bool, mmap: bool, new_store: bool) -> sqli
         if held:
             raise store_safety.missing(path, held)
         raise StoreError("no store yet", where=str(path), hint="run `ctxkeep ingest` first")
+    journal = Path(f"{path}-journal")
+    if path.is_file() and journal.is_file() and journal.stat().st_size:
+        # a killed writer's hot journal: rolled back before the header is judged (the
+        # file may hold the killed transaction's pages); a failure here is judged below
+        with contextlib.suppress(sqlite3.DatabaseError, StoreError):
+            _roll_back_hot_journal(path)
     store_safety.check_file(
         Path(home), new_store=new_store
     )  # StoreDamaged: header, size, a 0-byte store that held data
