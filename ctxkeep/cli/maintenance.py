@@ -58,8 +58,14 @@ def _counts_table(title: str, removed: dict):
     t.add_column("category")
     t.add_column("count", justify="right")
     for key, label in _COUNT_LABELS:
-        if key in removed:
-            t.add_row(label, f"{removed[key]:,}")
+        if key not in removed:
+            continue
+        n = removed[key]
+        if key == "source_files" and "source_files_gone" in removed:  # a preview: on disk or not
+            n -= removed["source_files_gone"]
+            if removed["source_files_gone"]:
+                t.add_row("agent files it came from (deleted already)", f"{removed['source_files_gone']:,}")
+        t.add_row(label, f"{n:,}")
     if "text_bytes" in removed:
         t.add_row("text", _size(removed["text_bytes"]))
     if "vault_bytes" in removed:

@@ -59,7 +59,7 @@ class PurgeResult(Shape):
         default_factory=dict,
         description="category → count (entries, sessions, contents, chunks, usage, quarantine, source_files, "
         "token_estimate, archived, coverage: ledger rows of the files removed wholly, text_bytes, vault_files, vault_bytes: stored bytes the vault's packs lose, "
-        "vault_raw_bytes: their original bytes)",
+        "vault_raw_bytes: their original bytes; a dry run: source_files_gone, those of source_files no longer on disk)",
     )
     files: list[str] | None = Field(None, description="the session files the data came from")
     tombstone: Any = Field(
