@@ -27,7 +27,7 @@ import duckdb
 
 from ctxkeep.errors import UsageError
 from ctxkeep.paths import under_sql
-from ctxkeep.schema import cache_write_shown, reasoning_beside_sql, tokens_unrecorded_note
+from ctxkeep.schema import CACHE_WRITE_UNRECORDED, cache_write_shown, reasoning_beside_sql, tokens_unrecorded_note
 from ctxkeep.sinks import analytics_current
 from ctxkeep.timeutil import check_timezone, local_timezone, when_day
 
@@ -671,10 +671,15 @@ def _block(start: dt.datetime, rows: list, now: dt.datetime, span: dt.timedelta)
     # per token column, the recorded values' sum; None when no row recorded it (SQL's
     # sum(), as usage_report's rows: "not recorded", never 0)
     sums: list[int | None] = [None] * 4
+    # whether an agent that records its cache write has a response here: else a 0 sum
+    # is "not recorded" (Codex: ``schema.CACHE_WRITE_UNRECORDED``), as in every report
+    # (newuser21 N4: blocks said 0 where daily said -)
+    cw_recorded = False
     for _, agent, model, i, o, cr, cc, c, rb in rows:
         for k, v in enumerate((i, o, cr, cc)):
             if v is not None:
                 sums[k] = (sums[k] or 0) + v
+        cw_recorded = cw_recorded or cc is not None and agent not in CACHE_WRITE_UNRECORDED
         b.reasoning_beside += rb
         if c is not None:
             costs.append(c)
@@ -683,6 +688,8 @@ def _block(start: dt.datetime, rows: list, now: dt.datetime, span: dt.timedelta)
         if agent not in b.agents:
             b.agents.append(agent)
     b.cost_usd = float(sum(costs)) if costs else None
+    if not cw_recorded and not sums[3]:
+        sums[3] = None
     b.input_tokens, b.output_tokens, b.cache_read_tokens, b.cache_creation_tokens = sums
     return b
 
