@@ -432,8 +432,13 @@ def _responses(n) -> str:
     return f"{n:,} response{'' if n == 1 else 's'}"
 
 
-def _notes(con, f: Filters, *, bucketed: bool = False) -> list[str]:
+def _notes(con, f: Filters, *, bucketed: bool = False, within: tuple[str, list] | None = None) -> list[str]:
+    """The report's notes (unpriced and assumed models, tokens not recorded, logged
+    costs) over the usage rows ``f`` selects; ``within``: a further SQL condition on
+    them and its parameters (``blocks_report``: the shown blocks' rows)."""
     where, params = _where(f)
+    if within is not None:
+        where, params = f"{where} AND {within[0]}", [*params, *within[1]]
     notes = []
     cost = _cost(f.mode)
     if bucketed:
@@ -606,7 +611,24 @@ def blocks_report(
     for b in blocks:
         if b.is_active:
             _project(b, now, limit)
-    return Report("blocks", f, blocks, _notes(con, fa))
+    return Report("blocks", f, blocks, _notes(con, fa, within=_shown_rows(blocks, f, provider)))
+
+
+def _shown_rows(blocks: list[Block], f: Filters, provider: str | None) -> tuple[str, list] | None:
+    """The SQL condition that keeps the usage rows of the ``blocks`` shown, for their
+    notes (newuser21 N6: `--since 1d` showed one Claude Code block under notes about
+    Codex, Crush and OpenCode): their agents, from the first block's first response to
+    the last one's last. None: every row (no date nor provider filter)."""
+    if f.since is None and f.until is None and provider is None:
+        return None
+    shown = [b for b in blocks if not b.is_gap and b.first is not None and b.actual_end is not None]
+    if not shown:
+        return "false", []
+    agents = sorted({a for b in shown for a in b.agents})
+    first = min(b.first for b in shown if b.first is not None)
+    last = max(b.actual_end for b in shown if b.actual_end is not None)
+    marks = ", ".join("?" * len(agents))
+    return f"ts >= ? AND ts <= ? AND agent IN ({marks})", [first, last, *agents]
 
 
 #: days before ``since`` first searched for a gap that restarts every block (then all)

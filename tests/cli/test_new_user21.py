@@ -78,3 +78,69 @@ def test_purge_dry_run_counts_deleted_agent_files_apart(tmp_path):
     assert "agent files it came from (deleted already) 1" in rows, r.stdout
     j = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
     assert (j["removed"]["source_files"], j["removed"]["source_files_gone"]) == (2, 1), j["removed"]
+
+
+def _blocks(home, *args):
+    import json
+
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+
+    r = CliRunner().invoke(app, ["report", "blocks", "--home", str(home), "-z", "UTC", "--json", *args])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_blocks_notes_are_those_of_the_blocks_shown(corpus_store):
+    """N6: `report blocks --since 1d` showed one Claude Code block under notes about
+    Codex, Crush, opencode-go and opencode, none of which had a row in it."""
+    home, _ = corpus_store
+    every = _blocks(home)["notes"]
+    assert any(n.startswith("codex:") for n in every) and any(n.startswith("crush:") for n in every)
+    day = _blocks(home, "--since", "2025-09-03", "--until", "2025-09-03")
+    assert [b["agents"] for b in day["rows"] if not b["is_gap"]] == [["claude-code"]]
+    assert day["notes"] == []
+    crush = _blocks(home, "--since", "2025-08-09", "--until", "2025-08-09")
+    assert [b["agents"] for b in crush["rows"] if not b["is_gap"]] == [["crush"]]
+    assert [n.split(":")[0] for n in crush["notes"]] == ["crush"], crush["notes"]
+    codex = _blocks(home, "--since", "2025-11-01", "--until", "2025-11-01")
+    assert {a for b in codex["rows"] for a in b["agents"]} == {"codex"}
+    assert [n.split(":")[0] for n in codex["notes"]] == ["codex"], codex["notes"]
+
+
+def test_blocks_of_every_provider_come_in_order_of_start_then_provider(corpus_store):
+    """N11: the blocks are per provider; the rows of all providers come in order of
+    start, then provider, and the help says per provider (it said "across all agents")."""
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+
+    home, _ = corpus_store
+    rows = _blocks(home)["rows"]
+    keys = [(b["start"], b["provider"]) for b in rows]
+    assert keys == sorted(keys) and len({p for _, p in keys}) >= 3
+    h = CliRunner().invoke(app, ["report", "blocks", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "per provider" in h and "across all agents" not in h
+
+
+@pytest.mark.parametrize("name", ["daily", "session", "blocks"])
+def test_report_json_keeps_its_notes_in_the_json_only(corpus_store, name):
+    """N5: `report … --json` printed its notes on stderr too (they are in "notes");
+    with `2>&1` the JSON no longer parsed. `sessions --json` printed none: one rule."""
+    import json
+
+    home, _ = corpus_store
+    p = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", "report", name, "--json", "--home", str(home)],
+        capture_output=True, text=True, env=child_env(), timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    assert any(n.startswith("codex:") for n in got["notes"]) and got["warnings"] == []
+    assert p.stderr == ""
+    both = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", "report", name, "--json", "--home", str(home)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(), timeout=300,
+    )  # fmt: skip
+    assert json.loads(both.stdout) == got
