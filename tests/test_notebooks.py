@@ -118,10 +118,15 @@ def test_a_cache_write_not_recorded_is_null_as_in_report_models(runs, corpus_sto
     home, _ = corpus_store
     rows = _json("report", "models", "--home", str(home), "-z", "UTC")["rows"]
     want = {(r["agent"], r.get("model")): r["cache_creation_tokens"] for r in rows}
-    got = {(r["agent"], r["model"]): r["cache_creation_tokens"] for r in runs["usage"][1]["per_model"].iter_rows(named=True)}
+    got = {
+        (r["agent"], r["model"]): r["cache_creation_tokens"]
+        for r in runs["usage"][1]["per_model"].iter_rows(named=True)
+    }
     assert got == want
     assert want[("codex", "gpt-5")] is None and want[("claude-code", "claude-sonnet-4-20250514")] == 397_628
-    per_agent = {r["agent"]: r["cache_creation_tokens"] for r in runs["usage"][1]["per_agent"].iter_rows(named=True)}
+    per_agent = {
+        r["agent"]: r["cache_creation_tokens"] for r in runs["usage"][1]["per_agent"].iter_rows(named=True)
+    }
     assert (per_agent["codex"], per_agent["gemini-cli"], per_agent["claude-code"]) == (None, None, 644_095)
     usage = (pages[0] / "usage.html").read_text()
     codex = re.search(r"<tr><td>codex</td><td class=\"n\">563</td>(.*?)</tr>", usage)

@@ -706,5 +706,7 @@ def apply(change: Change) -> Change:
     assert change.after is not None
     safe_write.atomic_write(change.path, change.after)
     if change.action in ("restored", "removed"):
-        change.pruned = safe_write.prune(change.path, keep=change.backup if change.action == "removed" else None)
+        change.pruned = safe_write.prune(
+            change.path, keep=change.backup if change.action == "removed" else None
+        )
     return change

@@ -27,7 +27,12 @@ import duckdb
 
 from ctxkeep.errors import UsageError
 from ctxkeep.paths import under_sql
-from ctxkeep.schema import CACHE_WRITE_UNRECORDED, cache_write_shown, reasoning_beside_sql, tokens_unrecorded_note
+from ctxkeep.schema import (
+    CACHE_WRITE_UNRECORDED,
+    cache_write_shown,
+    reasoning_beside_sql,
+    tokens_unrecorded_note,
+)
 from ctxkeep.sinks import analytics_current
 from ctxkeep.timeutil import check_timezone, local_timezone, when_day
 

@@ -90,6 +90,8 @@ def test_blocks_give_null_and_the_table_a_dash(home):
     claude = [r for r in rows if not r["is_gap"] and r["agents"] == ["claude-code"]]
     assert len(codex) >= 5 and all(r["cache_creation_tokens"] is None for r in codex)
     assert sum(r["cache_creation_tokens"] for r in claude) == 644_095
-    line = next(x for x in _run(home, "report", "blocks").splitlines() if x.strip().startswith("2025-09-26 11:00"))
+    line = next(
+        x for x in _run(home, "report", "blocks").splitlines() if x.strip().startswith("2025-09-26 11:00")
+    )
     # start, status, agents, model, input, output, cache read, cache write, total, cost
     assert line.split()[-6:] == ["61,978", "10,409", "278,272", "-", "350,659", "$0.22"], line

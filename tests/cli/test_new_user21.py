@@ -64,7 +64,11 @@ def test_purge_dry_run_counts_deleted_agent_files_apart(tmp_path):
     kept, gone = proj / "a.jsonl", proj / "b.jsonl"
     shutil.copy(src, kept)
     # the same session under another id: a second file of the project
-    gone.write_text(src.read_text().replace("d3ad4cdc-5657-435d-98fa-0035d53e383d", "d3ad4cdc-0000-435d-98fa-0035d53e383d"))
+    gone.write_text(
+        src.read_text().replace(
+            "d3ad4cdc-5657-435d-98fa-0035d53e383d", "d3ad4cdc-0000-435d-98fa-0035d53e383d"
+        )
+    )
     ingest(home, store)
     project = json.loads(
         CliRunner().invoke(app, ["sessions", "--all", "--json", "--home", str(store)]).stdout

@@ -34,7 +34,9 @@ STEPS = ["compact:copied", "compact:checked", "compact:sidecars", "compact:renam
 def _header(home: Path) -> tuple:
     c = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
     try:
-        return tuple(c.execute(f"PRAGMA {p}").fetchone()[0] for p in ("application_id", "user_version", "journal_mode"))
+        return tuple(
+            c.execute(f"PRAGMA {p}").fetchone()[0] for p in ("application_id", "user_version", "journal_mode")
+        )
     finally:
         c.close()
 
@@ -87,7 +89,9 @@ def test_purge_says_how_much_a_compaction_gives_back_and_compact_does_it(corpus_
     src, _ = corpus_store
     home = tmp_path / "store"
     shutil.copytree(src, home, ignore=shutil.ignore_patterns("*.lock"))
-    r = CliRunner().invoke(app, ["purge", "--project", PROJECT, "--yes", "--home", str(home)], env={"COLUMNS": "300"})
+    r = CliRunner().invoke(
+        app, ["purge", "--project", PROJECT, "--yes", "--home", str(home)], env={"COLUMNS": "300"}
+    )
     assert r.exit_code == 0, r.output
     f = free_space(home)
     want = (
