@@ -123,7 +123,46 @@ def corpus_store(tmp_path_factory):
         pytest.skip("shared/corpus not present")
     home = tmp_path_factory.mktemp("corpus-store")
     summary = run_ingest(home, ctx=DiscoveryContext(home=CORPUS_HOME, env={}))
+    _CORPUS_RUNS[str(home)] = _runs_mark(home)
     return home, summary
+
+
+#: the shared corpus store (``corpus_store``) → its ``runs`` rows when it was built
+#: (``_runs_mark``): every test sharing it must leave them as they were
+_CORPUS_RUNS: dict[str, tuple] = {}
+
+
+def _runs_mark(home: Path) -> tuple:
+    """``(rows, last rowid, last run's flow)`` of the ``runs`` table of the store at
+    ``home``: what a command that records its run (an export, a backup, a purge, …)
+    changes."""
+    rows = q(home, "SELECT count(*), coalesce(max(rowid), 0) FROM runs")[0]
+    last = q(home, "SELECT flow FROM runs ORDER BY rowid DESC LIMIT 1")
+    return (*rows, last[0][0] if last else None)
+
+
+@pytest.fixture(autouse=True)
+def _corpus_store_keeps_its_runs(request):
+    """Fail a test that recorded a run in the shared corpus store (read-only use:
+    every other test reads it; the export tests each recorded an ``export-site`` run
+    there, which the next reader then counted): such a test takes ``store``, a private
+    copy. Checked after each test that uses it (a module fixture's run is caught by the
+    first test after it), against the store as it was built."""
+    yield
+    if "corpus_store" not in request.fixturenames:
+        return
+    home = str(request.getfixturevalue("corpus_store")[0])
+    want = _CORPUS_RUNS.get(home)
+    if want is None:
+        return
+    got = _runs_mark(Path(home))
+    if got != want:
+        _CORPUS_RUNS[home] = got  # said once: the next test is not blamed for it
+        pytest.fail(
+            f"this test (or a fixture it uses) recorded a run in the shared corpus store {home}: "
+            f"runs {want} -> {got} (rows, last rowid, last flow); write into a copy: the `store` fixture",
+            pytrace=False,
+        )
 
 
 @pytest.fixture

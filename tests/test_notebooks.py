@@ -112,6 +112,30 @@ def test_usage_per_model_equals_report_models(runs, corpus_store):
         assert (got[key][1] or 0) == pytest.approx(cost or 0, abs=1e-6), key
 
 
+def test_a_cache_write_not_recorded_is_null_as_in_report_models(runs, corpus_store, pages):
+    """newuser21 N4: Codex's cache write (not recorded) was 0 on the usage page and -
+    in `report daily/models`: null in both now, "-" on the page."""
+    home, _ = corpus_store
+    rows = _json("report", "models", "--home", str(home), "-z", "UTC")["rows"]
+    want = {(r["agent"], r.get("model")): r["cache_creation_tokens"] for r in rows}
+    got = {
+        (r["agent"], r["model"]): r["cache_creation_tokens"]
+        for r in runs["usage"][1]["per_model"].iter_rows(named=True)
+    }
+    assert got == want
+    assert want[("codex", "gpt-5")] is None and want[("claude-code", "claude-sonnet-4-20250514")] == 397_628
+    per_agent = {
+        r["agent"]: r["cache_creation_tokens"] for r in runs["usage"][1]["per_agent"].iter_rows(named=True)
+    }
+    assert (per_agent["codex"], per_agent["gemini-cli"], per_agent["claude-code"]) == (None, None, 644_095)
+    usage = (pages[0] / "usage.html").read_text()
+    codex = re.search(r"<tr><td>codex</td><td class=\"n\">563</td>(.*?)</tr>", usage)
+    assert codex, usage[:2000]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", codex.group(1))
+    # input, output, cache read, cache write, total, cost, unpriced
+    assert cells == ["3,609,297", "281,069", "61,294,208", "-", "65,184,574", "$14.97", "0"], cells
+
+
 def test_costliest_sessions_roll_sub_agents_into_parents_as_report_session(runs, corpus_store):
     home, _ = corpus_store
     costly = runs["usage"][1]["costly"]

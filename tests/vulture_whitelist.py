@@ -147,3 +147,8 @@ caption_justify
 caption_style
 # service.maintenance.ServeDeployment: a --json key of `serve --dry-run` (read by scripts)
 every_seconds
+# cli.__init__'s SafeConsole: Rich's hook for a closed pipe (Console._check_buffer calls it)
+on_broken_pipe
+# service.purge.PurgeResult: --json fields of a purge (set by cli.maintenance, read by key)
+compacted
+compact_hint

@@ -79,6 +79,12 @@ def _safe_console(**kwargs):
     from rich.segment import Segment
 
     class SafeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            """The reader of a pipe went away (``| head -1``): ``PipeClosed``, which
+            ``run_command`` ends quietly with 0 (Rich's own exits 1)."""
+            self.quiet = True
+            raise PipeClosed
+
         def _render_buffer(self, buffer):
             return super()._render_buffer(
                 seg if seg.control else Segment(safe_text(seg.text), seg.style, seg.control) for seg in buffer
@@ -807,12 +813,55 @@ def _house_words(msg: str) -> str:
     return msg[:-1] if msg.endswith(".") else msg
 
 
+class PipeClosed(Exception):
+    """stdout's reader went away mid-output (``ctxkeep search x | head -1``): EPIPE on a
+    write. Not an ``OSError``, so Click's own EPIPE handling (a silent exit 1) never sees
+    it; ``run_command`` ends the command quietly with 0."""
+
+
+def _is_epipe(e: BaseException) -> bool:
+    """Whether ``e`` is a write to a pipe whose reader has gone (EPIPE)."""
+    import errno
+
+    return isinstance(e, BrokenPipeError) or isinstance(e, OSError) and e.errno == errno.EPIPE
+
+
+def _stdout_to_devnull() -> None:
+    """Point file descriptor 1 at ``/dev/null``: what stdout still buffers is then
+    flushed there at exit, not raised again as BrokenPipeError ("Exception ignored ...",
+    exit 120). stdout's buffer is emptied first, best effort (its bytes can no longer
+    reach the reader)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # no real stdout (a test's runner)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def end_output(code: int) -> int:
+    """``code``, once stdout is flushed: when its reader went away meanwhile (the last
+    lines still buffered when ``head -1`` exited), quietly, and 0 if the command
+    succeeded (as ripgrep does: a reader that stops reading is no failure), rather than
+    Python's "Exception ignored ... BrokenPipeError" and exit 120 at shutdown."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError) as e:
+        if not isinstance(e, OSError) or not _is_epipe(e):
+            raise
+        _stdout_to_devnull()
+    return code
+
+
 def run_command(call) -> int:
     """Run ``call()`` (the Click group's non-standalone ``main``) under the one error
     contract and return the exit code: usage errors (unknown option, bad value, missing
     argument) as ONE line ``error: <what> - see `ctxkeep <command> --help``` and 2;
     ``ctxkeep`` errors that escaped a command (a damaged store) as their line and 1;
-    Ctrl-C at a prompt 1; anything else propagates (a bug: its traceback is wanted)."""
+    Ctrl-C at a prompt 1; stdout's reader gone (``| head -1``: ``PipeClosed``) quietly
+    0, as ripgrep does (git dies of SIGPIPE, 141, which fails a ``set -o pipefail``
+    script); anything else propagates (a bug: its traceback is wanted)."""
     try:  # Typer ≥ 0.2x vendors Click as typer._click
         from typer._click import exceptions as cexc
     except ImportError:  # pragma: no cover - older Typer on plain Click
@@ -820,6 +869,9 @@ def run_command(call) -> int:
 
     try:
         rv = call()
+    except PipeClosed:
+        _stdout_to_devnull()
+        return 0
     except cexc.UsageError as e:
         if not e.format_message():  # no arguments at all: the help was printed
             return 2
@@ -1071,6 +1123,16 @@ class _Group(TyperGroup):
             _resolved.append(f"{ctx.command_path} {cmd.name or name}")
         return name, cmd, rest
 
+    def invoke(self, ctx):
+        """Click's ``invoke``, with a write to a pipe whose reader has gone (EPIPE) raised
+        as ``PipeClosed``: Click would end it with a silent exit 1."""
+        try:
+            return super().invoke(ctx)
+        except OSError as e:
+            if _is_epipe(e):
+                raise PipeClosed from e
+            raise
+
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         def call():
             return super(_Group, self).main(
@@ -1084,7 +1146,7 @@ class _Group(TyperGroup):
             sys.exit(0)
         if not standalone_mode:
             return call()
-        sys.exit(run_command(call))
+        sys.exit(end_output(run_command(call)))
 
 
 app.info.cls = _Group

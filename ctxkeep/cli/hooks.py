@@ -65,6 +65,7 @@ def run_changes(ask, req, as_json: bool) -> None:
         line = f"{o.agent}: {_verb(row['action'], req.dry_run)} {o.shown}"
         if row.get("backup") and not req.dry_run:
             line += f" ({'from' if row['action'] == 'restored' else 'backup'} {Path(row['backup']).name})"
+        line += _pruned(row)
         typer.echo(line)
         if o.diff:
             typer.echo(o.diff, nl=False)
@@ -76,6 +77,18 @@ def run_changes(ask, req, as_json: bool) -> None:
         _print_json(SettingsChanges(agents=[o.row for o in done]).as_json())
     if any(o.error is not None for o in done):
         raise typer.Exit(1)
+
+
+def _pruned(row: dict) -> str:
+    """What an uninstall did with the file's backups, in words (empty: it deleted none)."""
+    n = len(row.get("backups_removed") or [])
+    if not n:
+        return ""
+    what = f"{n} backup{'s' if n != 1 else ''}"
+    if row["action"] == "removed":
+        return f"; deleted {n} older {what.split(' ', 1)[1]}, kept the newest"
+    why = "the file is back byte for byte" if row["action"] == "restored" else "the file is gone"
+    return f"; deleted its {what}: {why}"
 
 
 def _verb(action: str, dry_run: bool) -> str:

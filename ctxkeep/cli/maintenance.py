@@ -58,8 +58,14 @@ def _counts_table(title: str, removed: dict):
     t.add_column("category")
     t.add_column("count", justify="right")
     for key, label in _COUNT_LABELS:
-        if key in removed:
-            t.add_row(label, f"{removed[key]:,}")
+        if key not in removed:
+            continue
+        n = removed[key]
+        if key == "source_files" and "source_files_gone" in removed:  # a preview: on disk or not
+            n -= removed["source_files_gone"]
+            if removed["source_files_gone"]:
+                t.add_row("agent files it came from (deleted already)", f"{removed['source_files_gone']:,}")
+        t.add_row(label, f"{n:,}")
     if "text_bytes" in removed:
         t.add_row("text", _size(removed["text_bytes"]))
     if "vault_bytes" in removed:
@@ -92,12 +98,20 @@ def purge(
         "--policy",
         help="Apply the purge rules of config.toml (its purge table; what `serve` runs on schedule).",
     ),
+    compact: bool = typer.Option(
+        False,
+        "--compact",
+        help="Then give the store's free pages back to the disk (a purge leaves them in store.db; "
+        "a backup copies them). Alone: only that.",
+    ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
     """Delete a session's or a project's data from the store (never the agents' files)."""
     from ctxkeep.service.purge import PurgeTarget, apply_purge, plan_purge
 
+    if compact and not (session or project or all_ or policy or reingest):
+        return _compact(_home(home), dry_run, as_json)
     try:
         req = PurgeTarget.parse(
             session=session,
@@ -137,7 +151,12 @@ def purge(
             err.print("purge cancelled; nothing was changed")
             raise typer.Exit(1)
     with failing(), err.status(f"purging {plan.describe}…"):
-        rep = apply_purge(h, plan, reingest=reingest).as_json()
+        result = apply_purge(h, plan, reingest=reingest)
+    if compact and not all_:
+        with failing(), err.status("compacting store.db…"):
+            result.compacted = _ask_compact(h, False)
+        result.compact_hint = None
+    rep = result.as_json()
     if as_json:
         _print_json(rep)
         return
@@ -161,7 +180,38 @@ def purge(
         say_folded("  " + rep["kept"], indent="    ")
     if rep.get("analytics"):
         out.print("  " + rep["analytics"], highlight=False)
+    if rep.get("compacted"):
+        say_folded("  " + _compacted_line(rep["compacted"]), indent="    ")
+    elif rep.get("compact_hint"):
+        say_folded("  " + rep["compact_hint"], indent="    ")
     _print_backups(rep)
+
+
+def _ask_compact(h: Path, dry_run: bool) -> dict:
+    from ctxkeep.service.purge import compact as ask
+
+    return ask(h, dry_run=dry_run)
+
+
+def _compacted_line(c: dict) -> str:
+    """What a compaction gave back (or would), in words."""
+    if c["dry_run"]:
+        return (
+            f"would compact store.db: {_size(c['before'])} -> about {_size(c['after'])} "
+            f"({c['free_pages']:,} of {c['pages']:,} pages free)"
+        )
+    return f"compacted store.db: {_size(c['before'])} -> {_size(c['after'])} ({_size(c['reclaimed'])} given back)"
+
+
+def _compact(h: Path, dry_run: bool, as_json: bool) -> None:
+    """``purge --compact`` alone: the store written anew without its free pages
+    (``service.purge.compact``), or with ``--dry-run`` what that would give back."""
+    with failing(), err.status("compacting store.db…"):
+        c = _ask_compact(h, dry_run)
+    if as_json:
+        _print_json({"home": str(h), "compacted": c})
+        return
+    say_folded(_compacted_line(c))
 
 
 def _print_backups(rep: dict) -> None:

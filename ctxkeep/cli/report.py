@@ -94,6 +94,10 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
             _table(rep, [r for r in rep["rows"] if r["machine"] == m], breakdown, h, m)
     else:
         _table(rep, rep["rows"], breakdown, h)
+    if as_json:
+        # the notes are in the JSON (newuser21 N5: printed on stderr as well, so `2>&1`
+        # no longer parsed); stderr only says what concerns the run itself
+        notes = rep.get("warnings") or []
     for n in notes:
         note(n, plain=as_json or as_csv)  # plain lines for scripts: no Rich import on their path
 
@@ -561,7 +565,7 @@ def blocks(
     lake: str | None = LakeOpt,
     by: str | None = ByOpt,
 ):
-    """5-hour usage windows across all agents; the active one with burn rate and projection."""
+    """5-hour usage windows per provider (a subscription's quota: Anthropic, OpenAI, Google), in order of start; the active one with burn rate and projection."""
     _run(
         "blocks", home, since, until, timezone, agent, project, mode, as_json, as_csv,
         token_limit=token_limit, lake=lake, by=by,

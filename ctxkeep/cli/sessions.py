@@ -202,28 +202,13 @@ def _cut_middle(s: str, room: int) -> str:
 
 
 def _shown_costs(rows) -> list[str]:
-    """Each row's cost as shown (``$1,234.56``; ``""`` without one), a parent and the
-    sub-agents listed under it rounded together (largest remainder): their cents add up
-    to the rounded cost of the whole session, ``report session``'s figure, each within
-    a cent of its own (rounded one by one, ef95's $1.97 and its sub-agent's $1.22 made
-    $3.19 beside report session's $3.18: newuser17 F20). ``--json`` keeps them exact."""
-    shown = ["" if r.cost_usd is None else f"${r.cost_usd:,.2f}" for r in rows]
-    start = 0
-    for end in range(1, len(rows) + 1):
-        if end < len(rows) and rows[end].depth:
-            continue
-        group = [i for i in range(start, end) if rows[i].cost_usd is not None]
-        start = end
-        if len(group) < 2:
-            continue
-        exact = [rows[i].cost_usd * 100 for i in group]
-        cents = [int(x // 1) for x in exact]
-        left = round(sum(exact)) - sum(cents)
-        for k in sorted(range(len(group)), key=lambda k: exact[k] - cents[k], reverse=True)[: max(left, 0)]:
-            cents[k] += 1
-        for i, c in zip(group, cents, strict=True):
-            shown[i] = f"${c // 100:,}.{c % 100:02d}"
-    return shown
+    """Each row's cost as shown (``$1,234.56``; ``""`` without one): its exact cost
+    rounded once, to the cent, as every other page shows the same session
+    (``export html``'s index, ``render.transcript``): newuser21 N3 saw ef95 (exact
+    $1.965285) as $1.96 here, where its cents had been moved to its sub-agent so the
+    two added up to ``report session``'s $3.18, and $1.97 in the export. A total
+    (``report session``) is the exact sum rounded once; ``--json`` keeps them exact."""
+    return ["" if r.cost_usd is None else f"${r.cost_usd:,.2f}" for r in rows]
 
 
 def _empty_line(n: int) -> str:

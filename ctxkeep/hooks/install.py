@@ -48,7 +48,7 @@ after, so ``--dry-run`` shows the diff), then applied with a backup
 second install changes nothing. Uninstall removes only ctxkeep's entries (recognized by
 their command: the ``ctxkeep`` executable, or ``python -m ctxkeep``, followed by ``hook
 <agent>`` / ``mcp``); when what is left equals a backup ctxkeep made, the backup's bytes
-come back exactly. A file that does not parse is never written (ConfigError).
+come back exactly, and its backups are deleted (else all but the newest: ``apply``). A file that does not parse is never written (ConfigError).
 Hooks installed for a store other than the default (``ctxkeep --home DIR hooks
 install``, or ``$CTXKEEP_HOME`` at install time) carry ``--home DIR`` after their
 arguments (``hook_args``), as the MCP entry does; a hook is recognized whatever its
@@ -170,7 +170,8 @@ class Change:
     entries taken out), ``restored`` (uninstall: the ``backup``'s bytes put back),
     ``deleted`` (uninstall: the file ctxkeep created held nothing else), ``unchanged``,
     ``absent`` (no file, nothing to remove). ``before`` / ``after``: the file's bytes
-    (None: no file). ``backup``: the backup written (or restored from)."""
+    (None: no file). ``backup``: the backup written (or restored from).
+    ``pruned``: the backups an uninstall deleted (``apply``)."""
 
     agent: str
     path: Path
@@ -179,6 +180,7 @@ class Change:
     after: bytes | None
     backup: Path | None = None
     notes: list[str] = field(default_factory=list)
+    pruned: list[Path] = field(default_factory=list)
 
     @property
     def changes(self) -> bool:
@@ -191,12 +193,14 @@ class Change:
         return "".join(difflib.unified_diff(a, b, str(self.path), f"{self.path} (after)"))
 
     def as_dict(self) -> dict:
-        """The change for ``--json``: agent, path, action, backup, notes."""
+        """The change for ``--json``: agent, path, action, backup, backups_removed,
+        notes."""
         return {
             "agent": self.agent,
             "path": str(self.path),
             "action": self.action,
             "backup": str(self.backup) if self.backup else None,
+            "backups_removed": [str(p) for p in self.pruned],
             "notes": self.notes,
         }
 
@@ -687,14 +691,22 @@ def apply(change: Change) -> Change:
     """Write a planned change: a backup of the current bytes first (install and a
     structural uninstall), then an atomic replace keeping the file's mode; ``restored``
     puts the backup's bytes back, ``deleted`` removes the file. Returns the change with
-    ``backup`` set. Raises OSError when the directory is not writable."""
+    ``backup`` set. An uninstall then deletes the file's backups (``pruned``): all of
+    them once the file is back byte for byte (``restored``) or gone (``deleted``), all
+    but the one just written (``removed``: the file as it was, with what the user
+    changed since the install). Raises OSError when the directory is not writable."""
     if not change.changes:
         return change
     if change.action == "deleted":
         safe_write.remove(change.path)
+        change.pruned = safe_write.prune(change.path)
         return change
     if change.action in ("created", "updated", "removed") and change.before is not None:
         change.backup = safe_write.backup(change.path, change.before)
     assert change.after is not None
     safe_write.atomic_write(change.path, change.after)
+    if change.action in ("restored", "removed"):
+        change.pruned = safe_write.prune(
+            change.path, keep=change.backup if change.action == "removed" else None
+        )
     return change

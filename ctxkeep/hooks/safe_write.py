@@ -3,8 +3,10 @@ atomic replace (temp file in the same directory + fsync + rename) that keeps the
 file's mode.
 
 The installers (``ctxkeep.hooks.install``) are the only callers. A backup sits beside
-the file as ``<name>.ctxkeep-backup-<UTC YYYYmmddTHHMMSSZ>`` and is never deleted by
-ctxkeep: uninstall reads the newest ones to restore the user's bytes exactly.
+the file as ``<name>.ctxkeep-backup-<UTC YYYYmmddTHHMMSSZ>``: install keeps every one
+(uninstall reads the newest ones to restore the user's bytes exactly); an uninstall
+then removes them (``prune``): all of them when the file is back byte for byte, else
+all but the newest (newuser21 N10: 5 left in ``~/.claude`` after two rounds).
 """
 
 from __future__ import annotations
@@ -46,6 +48,24 @@ def backups(path: Path) -> list[Path]:
         return []
     found = [p for p in path.parent.iterdir() if p.name.startswith(path.name + BACKUP_MARK)]
     return sorted(found, key=lambda p: _backup_key(p, path.name), reverse=True)
+
+
+def prune(path: Path, keep: Path | None = None) -> list[Path]:
+    """Delete the backups of ``path`` but ``keep`` (None: all of them); returns the
+    deleted ones, newest first. A backup that cannot be deleted stays (and is not
+    listed)."""
+    gone = []
+    for b in backups(path):
+        if keep is not None and b == keep:
+            continue
+        try:
+            b.unlink()
+        except OSError:
+            continue
+        gone.append(b)
+    if gone:
+        _fsync_dir(path.parent)
+    return gone
 
 
 def _backup_key(p: Path, name: str) -> tuple[str, int]:

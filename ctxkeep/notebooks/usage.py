@@ -45,11 +45,17 @@ def _(open_page, since, store, timezone, until):
 
 @app.cell
 def _(pl, st):
+    from ctxkeep.schema import CACHE_WRITE_UNRECORDED as _unrec
     from ctxkeep.schema import reasoning_beside_sql as _beside
 
+    # an agent that logs no cache write (Codex, Gemini CLI): its 0 is "not recorded"
+    # (null, shown "-"), as in `ctxkeep report` (newuser21 N4: 0 here, - there)
+    _agents = ", ".join(f"'{a}'" for a in sorted(_unrec))
     usage = st.q(f"""
         SELECT agent, model, model_source, CAST({st.local("ts")} AS DATE) AS day, {st.local("ts")} AS local_ts,
-               session_id, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,
+               session_id, input_tokens, output_tokens, cache_read_tokens,
+               CASE WHEN agent IN ({_agents}) AND cache_creation_tokens = 0 THEN NULL
+                    ELSE cache_creation_tokens END AS cache_creation_tokens,
                CASE WHEN input_tokens IS NULL AND output_tokens IS NULL AND cache_read_tokens IS NULL
                          AND cache_creation_tokens IS NULL THEN NULL  -- not recorded by the agent
                     ELSE coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + coalesce(cache_read_tokens, 0)

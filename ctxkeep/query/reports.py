@@ -27,7 +27,12 @@ import duckdb
 
 from ctxkeep.errors import UsageError
 from ctxkeep.paths import under_sql
-from ctxkeep.schema import cache_write_shown, reasoning_beside_sql, tokens_unrecorded_note
+from ctxkeep.schema import (
+    CACHE_WRITE_UNRECORDED,
+    cache_write_shown,
+    reasoning_beside_sql,
+    tokens_unrecorded_note,
+)
 from ctxkeep.sinks import analytics_current
 from ctxkeep.timeutil import check_timezone, local_timezone, when_day
 
@@ -432,8 +437,13 @@ def _responses(n) -> str:
     return f"{n:,} response{'' if n == 1 else 's'}"
 
 
-def _notes(con, f: Filters, *, bucketed: bool = False) -> list[str]:
+def _notes(con, f: Filters, *, bucketed: bool = False, within: tuple[str, list] | None = None) -> list[str]:
+    """The report's notes (unpriced and assumed models, tokens not recorded, logged
+    costs) over the usage rows ``f`` selects; ``within``: a further SQL condition on
+    them and its parameters (``blocks_report``: the shown blocks' rows)."""
     where, params = _where(f)
+    if within is not None:
+        where, params = f"{where} AND {within[0]}", [*params, *within[1]]
     notes = []
     cost = _cost(f.mode)
     if bucketed:
@@ -606,7 +616,24 @@ def blocks_report(
     for b in blocks:
         if b.is_active:
             _project(b, now, limit)
-    return Report("blocks", f, blocks, _notes(con, fa))
+    return Report("blocks", f, blocks, _notes(con, fa, within=_shown_rows(blocks, f, provider)))
+
+
+def _shown_rows(blocks: list[Block], f: Filters, provider: str | None) -> tuple[str, list] | None:
+    """The SQL condition that keeps the usage rows of the ``blocks`` shown, for their
+    notes (newuser21 N6: `--since 1d` showed one Claude Code block under notes about
+    Codex, Crush and OpenCode): their agents, from the first block's first response to
+    the last one's last. None: every row (no date nor provider filter)."""
+    if f.since is None and f.until is None and provider is None:
+        return None
+    shown = [b for b in blocks if not b.is_gap and b.first is not None and b.actual_end is not None]
+    if not shown:
+        return "false", []
+    agents = sorted({a for b in shown for a in b.agents})
+    first = min(b.first for b in shown if b.first is not None)
+    last = max(b.actual_end for b in shown if b.actual_end is not None)
+    marks = ", ".join("?" * len(agents))
+    return f"ts >= ? AND ts <= ? AND agent IN ({marks})", [first, last, *agents]
 
 
 #: days before ``since`` first searched for a gap that restarts every block (then all)
@@ -671,10 +698,15 @@ def _block(start: dt.datetime, rows: list, now: dt.datetime, span: dt.timedelta)
     # per token column, the recorded values' sum; None when no row recorded it (SQL's
     # sum(), as usage_report's rows: "not recorded", never 0)
     sums: list[int | None] = [None] * 4
+    # whether an agent that records its cache write has a response here: else a 0 sum
+    # is "not recorded" (Codex: ``schema.CACHE_WRITE_UNRECORDED``), as in every report
+    # (newuser21 N4: blocks said 0 where daily said -)
+    cw_recorded = False
     for _, agent, model, i, o, cr, cc, c, rb in rows:
         for k, v in enumerate((i, o, cr, cc)):
             if v is not None:
                 sums[k] = (sums[k] or 0) + v
+        cw_recorded = cw_recorded or cc is not None and agent not in CACHE_WRITE_UNRECORDED
         b.reasoning_beside += rb
         if c is not None:
             costs.append(c)
@@ -683,6 +715,8 @@ def _block(start: dt.datetime, rows: list, now: dt.datetime, span: dt.timedelta)
         if agent not in b.agents:
             b.agents.append(agent)
     b.cost_usd = float(sum(costs)) if costs else None
+    if not cw_recorded and not sums[3]:
+        sums[3] = None
     b.input_tokens, b.output_tokens, b.cache_read_tokens, b.cache_creation_tokens = sums
     return b
 

@@ -93,6 +93,24 @@ class Item:
     #: where the item stands in the session (a prompt's number, 0-based): a section kept
     #: in priority order is shown in this order (newuser21 M6); not in ``as_dict``
     at: int | None = None
+    #: what ``text`` says, as fields (``FIELDS``: a script reads these, not the Markdown;
+    #: newuser21 M6)
+    fields: dict = field(default_factory=dict)
+
+
+#: the ``fields`` of each section's items (``Item.fields``), by section
+FIELDS = {
+    "summary": "summary (the agent's own, clipped to 600 characters)",
+    "prompts": "number (1-based), of (the session's prompts), prompt (clipped to 600 characters)",
+    "tasks": "the first item: open, tasks (counts), tool (the plan tool); then task, status (null: none)",
+    "files": "the first item: changed, only_read (counts); then path (relative to the project), "
+    "actions (created/written/edited/deleted/read → times); a last one: more_files (left out)",
+    "failure": "tool, call (its arguments, clipped), at (the result's time, ISO-8601 UTC), error "
+    "(the result's last lines)",
+    "constraints": "rule (the user's sentence, verbatim)",
+    "fetch": "fetch (conversation, entries, search), command (the CLI's; null: none), ids (entries), "
+    "mcp (the MCP tool → its arguments; null: none)",
+}
 
 
 @dataclass
@@ -121,7 +139,8 @@ class Snapshot:
         return _render(self, self.sections)
 
     def as_dict(self) -> dict:
-        """The snapshot as a JSON-ready dict (sections: lists of ``{text, entry_id}``)."""
+        """The snapshot as a JSON-ready dict (sections: lists of ``{text, entry_id,
+        fields}``: ``text`` the Markdown line, ``fields`` what it says, ``FIELDS``)."""
         d = asdict(self)
         for items in d["sections"].values():
             for i in items:
@@ -285,7 +304,7 @@ def _summary(rows, texts) -> list[Item]:
     last = next((r for r in reversed(rows) if r[6] == "summary" and texts(r[8]).strip()), None)
     if last is None:
         return []
-    return [Item(_quote(texts(last[8])), last[0])]
+    return [Item(_quote(texts(last[8])), last[0], fields={"summary": _clip(texts(last[8]), PROMPT_CHARS)})]
 
 
 def _prompts(rows, texts) -> list[Item]:
@@ -300,7 +319,14 @@ def _prompts(rows, texts) -> list[Item]:
     order = ([firsts[0]] if firsts else []) + ([lasts[-1]] if lasts else []) + firsts[1:] + lasts[:-1][::-1]
     for i in order:  # priority: first prompt, last prompt, then the others
         label = "first prompt" if i == 0 else ("last prompt" if i == n - 1 else f"prompt {i + 1} of {n}")
-        out.append(Item(f"- {label} (entry {ps[i][0][:12]}):\n{_quote(ps[i][1])}", ps[i][0], at=i))
+        out.append(
+            Item(
+                f"- {label} (entry {ps[i][0][:12]}):\n{_quote(ps[i][1])}",
+                ps[i][0],
+                at=i,
+                fields={"number": i + 1, "of": n, "prompt": _clip(ps[i][1], PROMPT_CHARS)},
+            )
+        )
     return out
 
 
@@ -371,10 +397,17 @@ def _tasks(rows, texts) -> list[Item]:
             f"{len(open_)} open of {len(state)} tasks (from {src}, entry {eid[:12]})"
             + ("" if open_ else ": every task is done"),
             eid,
+            fields={"open": len(open_), "tasks": len(state), "tool": src},
         )
     ]
     for s, st in open_ + done:
-        out.append(Item(f"- {mark.get(st.lower(), '[ ]')} {_clip(s, 160)} ({st or 'no status'})", eid))
+        out.append(
+            Item(
+                f"- {mark.get(st.lower(), '[ ]')} {_clip(s, 160)} ({st or 'no status'})",
+                eid,
+                fields={"task": _clip(s, 160), "status": st or None},
+            )
+        )
     return out
 
 
@@ -433,13 +466,16 @@ def _files(rows, texts, project) -> list[Item]:
     changed = sum(1 for _, c in ranked if set(c) - {"read"})
     only = len(ranked) - changed
     out = [
-        Item(f"{changed} file{'' if changed == 1 else 's'} changed, {only} only read (most changed first)")
+        Item(
+            f"{changed} file{'' if changed == 1 else 's'} changed, {only} only read (most changed first)",
+            fields={"changed": changed, "only_read": only},
+        )
     ]
     for path, c in ranked:
         what = ", ".join(
             f"{k} {n}×" if n > 1 else k for k, n in sorted(c.items(), key=lambda x: _ORDER.index(x[0]))
         )
-        out.append(Item(f"- `{path}`: {what}"))
+        out.append(Item(f"- `{path}`: {what}", fields={"path": path, "actions": dict(c)}))
     return out
 
 
@@ -462,6 +498,12 @@ def _failure(rows, texts) -> list[Item]:
                 f"`{call[7] if call else '?'}` {what}\n(result entry {r[0][:12]}, {r[4] or '?'})\n"
                 "```\n" + _clip(tail, 1200) + "\n```",
                 r[0],
+                fields={
+                    "tool": call[7] if call else None,
+                    "call": what if call else None,
+                    "at": r[4],
+                    "error": _clip(tail, 1200),
+                },
             )
         ]
     return []
@@ -492,7 +534,7 @@ def _constraints(rows, texts) -> list[Item]:
             s = s.strip(" -*>\t")
             if 8 <= len(s) <= 300 and is_rule(s) and s.lower() not in seen:
                 seen.add(s.lower())
-                out.append(Item(f'- "{s}" (entry {r[0][:12]})', r[0]))
+                out.append(Item(f'- "{s}" (entry {r[0][:12]})', r[0], fields={"rule": s}))
     return out[-MAX_CONSTRAINTS:][::-1]  # the latest rules first
 
 
@@ -503,16 +545,26 @@ def _fetch(snap: Snapshot, kept: dict[str, list[Item]]) -> list[Item]:
             if i.entry_id and i.entry_id not in ids:
                 ids.append(i.entry_id)
     sid = snap.session_id
-    out = [Item(f"- the whole conversation: `ctxkeep show --session {sid}` (add `--budget N`)")]
+    whole = f"ctxkeep show --session {sid}"
+    out = [
+        Item(
+            f"- the whole conversation: `{whole}` (add `--budget N`)",
+            fields={"fetch": "conversation", "command": whole, "mcp": None},
+        )
+    ]
     if ids:  # every entry quoted above (newuser21 M6: only the first 4 were named)
+        show = f"ctxkeep show {' '.join(i[:12] for i in ids)}"
         out.append(
             Item(
-                f"- the entries above in full: `ctxkeep show {' '.join(i[:12] for i in ids)}` or "
-                f"ctx_fetch {json.dumps({'ids': ids})}"
+                f"- the entries above in full: `{show}` or ctx_fetch {json.dumps({'ids': ids})}",
+                fields={"fetch": "entries", "command": show, "ids": ids, "mcp": {"ctx_fetch": {"ids": ids}}},
             )
         )
     out.append(
-        Item(f'- search this session: ctx_search {{"queries": ["…"], "filters": {{"session": "{sid}"}}}}')
+        Item(
+            f'- search this session: ctx_search {{"queries": ["…"], "filters": {{"session": "{sid}"}}}}',
+            fields={"fetch": "search", "command": None, "mcp": {"ctx_search": {"filters": {"session": sid}}}},
+        )
     )
     return out
 
@@ -544,7 +596,8 @@ def _fill(snap: Snapshot, cands: dict[str, list[Item]]) -> None:
             snap.omitted[name] = len(items) - len(kept[name])
     if snap.omitted.get("files") and kept["files"]:
         more = Item(
-            f"- … {snap.omitted['files']} more files (`ctxkeep resume {snap.session_id} --budget 4000`)"
+            f"- … {snap.omitted['files']} more files (`ctxkeep resume {snap.session_id} --budget 4000`)",
+            fields={"more_files": snap.omitted["files"]},
         )
         kept["files"].append(more)
         while kept["files"] and cost(kept) > snap.budget:  # the summary line must fit too
@@ -553,6 +606,7 @@ def _fill(snap: Snapshot, cands: dict[str, list[Item]]) -> None:
             more.text = (
                 f"- … {snap.omitted['files']} more files (`ctxkeep resume {snap.session_id} --budget 4000`)"
             )
+            more.fields = {"more_files": snap.omitted["files"]}
     for name in kept:  # kept by priority, shown in the session's order (newuser21 M6)
         if all(i.at is not None for i in kept[name]):
             kept[name].sort(key=lambda i: i.at or 0)

@@ -90,12 +90,20 @@ def table(
     formats = formats or {}
     if df.height == 0:
         return mo.md(f"*{empty}*")
+    #: a number column's null is a figure not recorded (an agent's cache write, a
+    #: cost-only agent's tokens): "-", as the CLI tables show it (newuser21 N4)
+    numeric = {c for c, t in df.schema.items() if t.is_numeric()}
     if interactive():
         fmt: dict[str, str | Callable[..., Any]] = {
-            c: (lambda v, f=f: "" if v is None else f.format(v))
-            for c, f in formats.items()
-            if c in df.columns
+            c: (lambda v: "-" if v is None else v) for c in numeric if df[c].null_count()
         }
+        fmt.update(
+            {
+                c: (lambda v, f=f, dash=c in numeric: ("-" if dash else "") if v is None else f.format(v))
+                for c, f in formats.items()
+                if c in df.columns
+            }
+        )
         return mo.ui.table(
             df,
             format_mapping=fmt or None,
@@ -109,7 +117,7 @@ def table(
     for row in df.iter_rows():
         cells = []
         for c, v in zip(df.columns, row, strict=True):
-            text, num = _cell(v, formats.get(c))
+            text, num = ("-", True) if v is None and c in numeric else _cell(v, formats.get(c))
             cells.append(
                 f'<td class="n">{html.escape(text)}</td>' if num else f"<td>{html.escape(text)}</td>"
             )

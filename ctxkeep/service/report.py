@@ -66,6 +66,11 @@ class ReportResult(Shape):
     )
     totals: dict[str, Any] | None = Field(None, description="sums of the token and cost columns")
     notes: list[str] = Field(default_factory=list, description="unpriced or assumed models, a stale store, …")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what is said of the run itself (a store held by a writer: its last synced state is "
+        "shown), also in notes; `--json` prints only these on stderr (its notes are in the JSON)",
+    )
 
 
 def report(home: Path, req: ReportRequest) -> ReportResult:

@@ -119,7 +119,7 @@ def report_json(home: Path, req: ReportArgs) -> dict[str, Any]:
             try:
                 con, stale = R.open_store(home)
             except NothingStored as e:  # an empty store: an empty report, rc 0
-                return _json(R.Report(req.report, f, []), req.breakdown, [str(e)])
+                return {**_json(R.Report(req.report, f, []), req.breakdown, [str(e)]), "warnings": []}
         try:
             rep = _by_machine(con, req.report, f, one) if req.by else one(con)
         finally:
@@ -132,7 +132,9 @@ def report_json(home: Path, req: ReportArgs) -> dict[str, Any]:
         rep.notes.insert(0, stale)
     if not rep.rows:
         rep.notes.append("no usage in the store for this selection")
-    return _json(rep, req.breakdown)
+    d = _json(rep, req.breakdown)
+    d["warnings"] = [stale] if stale else []
+    return d
 
 
 def _by_machine(con, name: str, f, one):

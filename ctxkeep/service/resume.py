@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
 from ctxkeep.errors import NotFound
 from ctxkeep.paths import every_project_reason, holds_every_project
+from ctxkeep.query.resume import FIELDS
 from ctxkeep.service.model import Budget, Item, ProjectDir, Request, Result
 from ctxkeep.service.store import reading
 
@@ -31,8 +33,13 @@ class ResumeRequest(Request):
 
 
 class SnapshotItem(Item):
-    text: str
+    text: str = Field(description="the item as the Markdown shows it")
     entry_id: str | None = Field(description="where it was read (null: several)")
+    fields: dict[str, Any] = Field(
+        default_factory=dict,
+        description="what text says, as fields (newuser21 M6), per section: "
+        + "; ".join(f"{k}: {v}" for k, v in FIELDS.items()),
+    )
 
 
 class ResumeResult(Result):

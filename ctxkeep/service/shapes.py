@@ -75,6 +75,11 @@ class SettingsChange(Row):
         None, description="created, updated, removed, restored, deleted, unchanged, absent, error"
     )
     backup: str | None = Field(None, description="the backup written (null: none)")
+    backups_removed: list[str] | None = Field(
+        None,
+        description="(uninstall) the file's backups deleted: all once it is back byte for byte or gone, "
+        "else all but the newest",
+    )
     notes: list[str] | None = Field(None, description="one line each")
     dry_run: bool | None = Field(None, description="true for --dry-run")
     error: str | None = Field(None, description="(action error) what went wrong")

@@ -81,3 +81,17 @@ def test_a_nonzero_sum_is_shown_as_it_is():
     assert cache_write_shown("codex", 0) is None
     assert cache_write_shown("codex", 1_200) == 1_200  # a version whose field is read
     assert cache_write_shown("claude-code", 0) == 0
+
+
+def test_blocks_give_null_and_the_table_a_dash(home):
+    """newuser21 N4: `report blocks` said 0 where `report daily` said -."""
+    rows = json.loads(_run(home, "report", "blocks", "--json"))["rows"]
+    codex = [r for r in rows if not r["is_gap"] and r["agents"] == ["codex"]]
+    claude = [r for r in rows if not r["is_gap"] and r["agents"] == ["claude-code"]]
+    assert len(codex) >= 5 and all(r["cache_creation_tokens"] is None for r in codex)
+    assert sum(r["cache_creation_tokens"] for r in claude) == 644_095
+    line = next(
+        x for x in _run(home, "report", "blocks").splitlines() if x.strip().startswith("2025-09-26 11:00")
+    )
+    # start, status, agents, model, input, output, cache read, cache write, total, cost
+    assert line.split()[-6:] == ["61,978", "10,409", "278,272", "-", "350,659", "$0.22"], line

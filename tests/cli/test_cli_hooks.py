@@ -96,6 +96,9 @@ def test_install_status_uninstall(env):
     r = ck("hooks", "uninstall", "--agent", "claude-code", "--agent", "codex")
     assert r.exit_code == 0, r.output
     assert "claude-code: restored ~/.claude/settings.json (from settings.json.ctxkeep-backup-" in r.output
+    # newuser21 N10: back byte for byte, so its backups are gone, and the line says so
+    assert "; deleted its 1 backup: the file is back byte for byte" in r.output, r.output
+    assert [p.name for p in settings.parent.iterdir() if ".ctxkeep-backup-" in p.name] == []
     assert settings.read_bytes() == before
     assert (home / ".codex" / "config.toml").read_text() == 'model = "o3"\n'
 

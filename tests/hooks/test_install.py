@@ -626,3 +626,30 @@ def test_uninstall_gives_back_an_empty_hooks_object_byte_for_byte(tmp_path, text
     change = inst.apply(inst.plan_hooks_uninstall("claude-code", "user", w))
     assert change.action == "restored"
     assert path.read_bytes() == original
+
+
+def test_uninstall_deletes_the_backups_it_no_longer_needs(tmp_path):
+    """newuser21 N10: every install's `settings.json.ctxkeep-backup-*` stayed (5 after
+    two rounds). Back byte for byte: none is left; the user's edits kept (a structural
+    uninstall): only the newest, the file as it was just before."""
+    w = where(tmp_path)
+    path = w.home / ".claude" / "settings.json"
+    original = put(path, CLAUDE_USER)
+    for _ in range(2):
+        inst.apply(inst.plan_hooks_install("claude-code", "user", w, EXE))
+        inst.apply(inst.plan_hooks_install("claude-code", "user", w, EXE, home=tmp_path / "other"))
+        assert len(safe_write.backups(path)) == 2
+        change = inst.apply(inst.plan_hooks_uninstall("claude-code", "user", w))
+        assert change.action == "restored" and path.read_bytes() == original
+        assert len(change.pruned) == 2
+        assert safe_write.backups(path) == []
+        assert change.as_dict()["backups_removed"] == [str(p) for p in change.pruned]
+    inst.apply(inst.plan_hooks_install("claude-code", "user", w, EXE))
+    inst.apply(inst.plan_hooks_install("claude-code", "user", w, EXE, home=tmp_path / "other"))
+    edited = path.read_text().replace('"opus"', '"sonnet"')
+    path.write_text(edited)
+    change = inst.apply(inst.plan_hooks_uninstall("claude-code", "user", w))
+    assert change.action == "removed" and len(change.pruned) == 2
+    assert safe_write.backups(path) == [change.backup]
+    assert change.backup.read_text() == edited  # the file as it was, ctxkeep's entries and all
+    assert json.loads(path.read_text())["model"] == "sonnet"

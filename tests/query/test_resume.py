@@ -292,3 +292,51 @@ def test_prompts_show_in_the_sessions_order_and_fetch_names_every_quoted_entry(c
         assert len(quoted) > 4
         assert "at" not in snap.as_dict()["sections"]["prompts"][0]
     assert shown >= 4  # middle prompts too, whose priority order differs from the session's
+
+
+def test_json_items_carry_their_fields_not_only_markdown(corpus_store):
+    """newuser21 M6: `resume --format json` gave each section as Markdown text (a
+    script had to parse "- prompt 2 of 7 (entry …):\\n> …"): each item now has
+    ``fields`` saying the same (prompts: number, of, prompt; fetch: command, ids)."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+
+    home, _ = corpus_store
+    r = CliRunner().invoke(app, ["resume", "ef95", "--json", "--budget", "6000", "--home", str(home)])
+    assert r.exit_code == 0, r.output
+    d = _json.loads(r.stdout)
+    prompts = d["sections"]["prompts"]
+    assert prompts and [p["fields"]["number"] for p in prompts] == sorted(
+        p["fields"]["number"] for p in prompts
+    )
+    for p in prompts:
+        f = p["fields"]
+        assert set(f) == {"number", "of", "prompt"} and 1 <= f["number"] <= f["of"]
+        # the Markdown line quotes the same prompt, under the same number
+        quote = p["text"].split(":\n", 1)[1]
+        assert "\n".join(ln[2:] for ln in quote.split("\n")) == f["prompt"]
+        label = (
+            "first prompt"
+            if f["number"] == 1
+            else "last prompt"
+            if f["number"] == f["of"]
+            else f"prompt {f['number']} of {f['of']}"
+        )
+        assert p["text"].startswith(f"- {label} (entry {p['entry_id'][:12]})")
+    files = d["sections"]["files"]
+    assert set(files[0]["fields"]) == {"changed", "only_read"}
+    assert all(
+        isinstance(x["fields"]["actions"], dict) and x["fields"]["path"] in x["text"]
+        for x in files[1:]
+        if "path" in x["fields"]
+    )
+    fetch = {x["fields"]["fetch"]: x["fields"] for x in d["sections"]["fetch"]}
+    quoted = [
+        i["entry_id"] for s, items in d["sections"].items() if s != "fetch" for i in items if i["entry_id"]
+    ]
+    assert fetch["entries"]["ids"] == list(dict.fromkeys(quoted))
+    assert fetch["entries"]["mcp"] == {"ctx_fetch": {"ids": fetch["entries"]["ids"]}}
+    assert fetch["conversation"]["command"] == f"ctxkeep show --session {d['session_id']}"

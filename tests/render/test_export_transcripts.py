@@ -90,8 +90,20 @@ def _first_user_message(home: Path, sid: str) -> tuple[str, str] | None:
 
 
 @pytest.fixture(scope="module")
-def html_site(corpus_store, tmp_path_factory):
-    home, _ = corpus_store
+def own_store(corpus_store, tmp_path_factory):
+    """A copy of the corpus store for this module: an export records its run in the
+    store it reads (``service.export.record_site``), never in the shared one (the
+    conftest guard ``_corpus_store_keeps_its_runs``)."""
+    import shutil
+
+    home = tmp_path_factory.mktemp("export-store") / "store"
+    shutil.copytree(corpus_store[0], home, ignore=shutil.ignore_patterns("*.lock"))
+    return home, corpus_store[1]
+
+
+@pytest.fixture(scope="module")
+def html_site(own_store, tmp_path_factory):
+    home, _ = own_store
     dest = tmp_path_factory.mktemp("site")
     rep = site.export(site.ExportRequest(home=home, dest=dest, fmt="html", tz="Europe/Berlin"))
     return home, dest, rep
@@ -178,8 +190,8 @@ def test_export_html_folds_tool_calls_with_size_and_error(html_site):
     assert "· ERROR" in (dest / site.page_name(agent, sid, ".html")).read_text()
 
 
-def test_export_markdown_round_trips_the_message_count(corpus_store, tmp_path):
-    home, _ = corpus_store
+def test_export_markdown_round_trips_the_message_count(own_store, tmp_path):
+    home, _ = own_store
     r = run_cli(
         ["export", "markdown", str(tmp_path / "md"), "--session", "fe5e1c67", "--home", str(home), "--json"]
     )
@@ -204,8 +216,8 @@ def test_export_markdown_round_trips_the_message_count(corpus_store, tmp_path):
         assert n == rep["messages"][p]
 
 
-def test_export_unknown_session_is_one_line_and_writes_nothing(corpus_store, tmp_path):
-    home, _ = corpus_store
+def test_export_unknown_session_is_one_line_and_writes_nothing(own_store, tmp_path):
+    home, _ = own_store
     r = run_cli(["export", "html", str(tmp_path / "x"), "--session", "nosuch", "--home", str(home)])
     one_error_line(r, 1, "nosuch")
     assert not (tmp_path / "x").exists()
@@ -244,8 +256,8 @@ def test_markdown_html_escapes_raw_html_and_keeps_no_remote_link():
     assert '<span class="k">def</span>' in out  # Pygments' keyword class
 
 
-def test_export_refuses_a_non_empty_dest_it_did_not_write_unless_forced(corpus_store, tmp_path):
-    home, _ = corpus_store
+def test_export_refuses_a_non_empty_dest_it_did_not_write_unless_forced(own_store, tmp_path):
+    home, _ = own_store
     dest = tmp_path / "site"
     dest.mkdir()
     (dest / "index.html").write_text("my own page")
@@ -283,11 +295,11 @@ def test_export_after_a_purge_removes_the_purged_sessions_stale_pages(store, tmp
     assert gone not in (dest / "index.html").read_text()
 
 
-def test_export_markdown_refuses_an_html_export_folder(corpus_store, tmp_path):
+def test_export_markdown_refuses_an_html_export_folder(own_store, tmp_path):
     """`export markdown` into the folder of an `export html` (and the reverse) mixed two
     sites, two index pages, in one folder: refused with one line, nothing written; with
     --force both live there."""
-    home, _ = corpus_store
+    home, _ = own_store
     dest = tmp_path / "site"
     assert run_cli(["export", "html", str(dest), "--home", str(home)]).exit_code == 0
     before = sorted(p.name for p in dest.iterdir())
@@ -305,7 +317,7 @@ def test_export_markdown_refuses_an_html_export_folder(corpus_store, tmp_path):
     )
 
 
-def test_an_interrupted_export_is_continued_by_the_same_command(corpus_store, tmp_path):
+def test_an_interrupted_export_is_continued_by_the_same_command(own_store, tmp_path):
     """newuser20 F10: Ctrl-C of `export html` after 566 pages said "run the command
     again", which then refused DEST ("not empty and holds no previous ctxkeep export"):
     the marker was written at the end only. It is written before the first page, so
@@ -316,7 +328,7 @@ def test_an_interrupted_export_is_continued_by_the_same_command(corpus_store, tm
     from ctxkeep.sinks.site_names import MARKER
 
     dest = tmp_path / "site"
-    req = ExportRequest(home=corpus_store[0], dest=dest, fmt="html")
+    req = ExportRequest(home=own_store[0], dest=dest, fmt="html")
 
     def stop(done: int, total: int) -> None:
         if done == 2:
