@@ -290,9 +290,13 @@ def newest_match(conn: sqlite3.Connection, fts: str, match: str) -> int | None:
 
 
 def holds_none(conn: sqlite3.Connection, fts: str, match: str) -> bool:
-    """Whether ``match`` has no match in ``fts`` (its newest match sought, unranked:
-    the walk stops there)."""
-    sql = f"SELECT 1 FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT 1"
+    """Whether ``match`` has no match in ``fts`` (any match sought, unranked: the walk
+    stops at the first). The walk goes in FTS5's own order, oldest first: a walk that
+    finds nothing covers every posting either way, and FTS5 steps its doclists forward
+    for less than backward (10 GB store, min of 4, CPU ms newest / oldest first:
+    ``<path> AND`` the role user's facets, no match, 21.5 / 13.8; ``"it's" AND
+    <path>``, none, 25.9 / 13.8; every match of ``"the"`` 57.6 / 50.7)."""
+    sql = f"SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT 1"
     return conn.execute(sql, (match,)).fetchone() is None
 
 
