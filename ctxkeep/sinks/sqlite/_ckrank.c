@@ -626,6 +626,26 @@ int ck_top_stats(sqlite3 *db, sqlite3_int64 *ranked, sqlite3_int64 *pruned) {
   return counters(db, 1, ranked, pruned);
 }
 
+/* the document count ck_bm25 keeps for one phrase on db: key as phrase_idf builds it
+** for a phrase given its own key (table, 0x1e, the phrase as written); 1 and *out when
+** kept and still valid (cache_check first: emptied when the database changed), else 0.
+** Called on the thread using db, between its statements, as the cache's own uses are */
+int ck_cached_count(sqlite3 *db, const char *key, int n, sqlite3_int64 *out) {
+  Cache *c = 0;
+  if (!g_ready) return 0;
+  pthread_mutex_lock(&g_lock);
+  for (Cache *x = g_registry; x && !c; x = x->nextConn)
+    if (x->db == db && !x->broken) c = x;
+  pthread_mutex_unlock(&g_lock);
+  if (!c) return 0;
+  cache_check(c);
+  if (!c->valid) return 0;
+  Entry *e = cache_find(c, key, n, fnv(key, n));
+  if (!e) return 0;
+  *out = e->nHit;
+  return 1;
+}
+
 /* empty the count caches of every connection (benchmarks: a search as a new process
 ** runs it, with no counts from earlier searches): each cache empties itself at its next
 ** use (cache_check), on the thread using it */
