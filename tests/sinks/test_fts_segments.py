@@ -108,4 +108,3 @@ def test_a_bigger_ingest_merges_spread_segments_and_the_hook_path_does_not(tmp_p
     with sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True) as c:
         n = c.execute("SELECT count(*) FROM fts_words WHERE fts_words MATCH 'quokka'").fetchone()[0]
         assert n == c.execute("SELECT count(*) FROM chunks WHERE text LIKE '%quokka%'").fetchone()[0] > 0
-

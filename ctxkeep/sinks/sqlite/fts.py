@@ -77,7 +77,9 @@ def segment_leaves(conn: sqlite3.Connection, table: str) -> list[int]:
     highest leaf number in its ``%_idx`` (FTS5 numbers a segment's leaves from 1; the
     last leaves of a long doclist hold no term and are not counted). One read of
     ``%_idx`` (~28,000 rows at 10 GB, ~3 ms CPU); [] for an empty index."""
-    return [r[0] for r in conn.execute(f"SELECT max(pgno) AS n FROM {table}_idx GROUP BY segid ORDER BY n DESC")]
+    return [
+        r[0] for r in conn.execute(f"SELECT max(pgno) AS n FROM {table}_idx GROUP BY segid ORDER BY n DESC")
+    ]
 
 
 def merge_segments(conn: sqlite3.Connection, tables: tuple[str, ...] = tuple(FTS_TABLES)) -> list[str]:
