@@ -569,6 +569,12 @@ def _run_locked(
                 s.analytics = "analytics: deferred (the next report brings DuckDB current)"
         else:
             _ingest_synced(conn, home, p, tombs, s, on_bytes, submit, parts_ahead, before)
+        # a bigger run (one that reads every page for ``check_integrity``) merges the FTS
+        # segments when they are spread (``sqlite_store.merge_segments``: once each time
+        # an index grew by half; searches walk fewer segments); the hook path never does
+        if s.entries_new and p.pending_bytes > INCREMENTAL_CHECK_BYTES:
+            with sqlite_store.write(conn):
+                sqlite_store.merge_segments(conn)
     s.seconds = run.seconds
     prestart.trace("ingest", "recorded")
     return s

@@ -419,3 +419,80 @@ def test_list_statements_read_the_same_rows_with_and_without_the_bound(corpus_st
         assert got == want and all(x for x in got)
     finally:
         conn.close()
+
+
+def test_cached_count_reads_the_kept_count_and_none_once_the_database_changed(tmp_path):
+    db = tmp_path / "t.db"
+    w = sqlite3.connect(db, isolation_level=None)
+    w.execute("PRAGMA journal_mode=WAL")
+    w.execute("CREATE VIRTUAL TABLE t USING fts5(a)")
+    w.executemany("INSERT INTO t VALUES (?)", [("alpha beta",)] * 30 + [("beta",)] * 20)
+    r = sqlite3.connect(db, isolation_level=None)
+    assert native_rank.ready(r)
+    assert native_rank.cached_count(r, "t", '"alpha"') is None  # never ranked: nothing kept
+    sql = "SELECT rowid, ck_bm25(t, 't', ?2, 1.0) FROM t WHERE t MATCH ?1"
+    r.execute(sql, ('"alpha" AND "beta"', '"alpha"\x1f"beta"')).fetchall()
+    assert native_rank.cached_count(r, "t", '"alpha"') == 30
+    assert native_rank.cached_count(r, "t", '"beta"') == 50
+    assert native_rank.cached_count(r, "other", '"alpha"') is None  # keyed by table
+    assert retrieve.match_bound(r, "t", '"alpha" AND "beta"') == 30
+    assert retrieve.match_bound(r, "t", '("alpha" OR "beta")') == 80
+    assert retrieve.match_bound(r, "t", '"alpha" AND "gamma"') == 30  # the least kept
+    assert retrieve.match_bound(r, "t", '"alpha" OR "gamma"') is None  # one not kept
+    for shape in ('"alpha" NOT "beta"', '"alpha" AND "beta" OR "x"', '("alpha") AND facets : (fk0)'):
+        assert retrieve.match_bound(r, "t", shape) is None
+    # another connection commits: the kept count is dropped once r reads again (the
+    # pager's data version moves at its next read transaction)
+    w.executemany("INSERT INTO t VALUES (?)", [("alpha",)] * 20)
+    r.execute("SELECT count(*) FROM t").fetchone()
+    assert native_rank.cached_count(r, "t", '"alpha"') is None
+    r.close()
+    w.close()
+
+
+def test_lists_known_within_the_window_walk_oldest_first_to_the_same_hits(corpus_store):
+    """A list whose MATCH the kept counts bound within ``RANK_WINDOW`` walks oldest first
+    (``newest_ranked_sql(asc=True)``), unfiltered and filtered, with the hits a
+    connection without counts (newest first) gives."""
+    queries = [("command not found", Filters()), ("apply_patch", Filters(kind="tool_call"))]
+    queries += [("speckit constitution", Filters()), ("useTodos", Filters(agent="claude-code"))]
+    warm = sqlite_store.connect(corpus_store[0], readonly=True)
+    try:
+        for q, f in queries:
+            cold = sqlite_store.connect(corpus_store[0], readonly=True)
+            try:
+                want = search(cold, q, filters=f, parallel=False)
+            finally:
+                cold.close()
+            search(warm, q, filters=f, parallel=False)  # the counts kept
+            sql: list[str] = []
+            warm.set_trace_callback(sql.append)
+            got = search(warm, q, filters=f, parallel=False)
+            warm.set_trace_callback(None)
+            assert [vars(h) for h in got.hits] == [vars(h) for h in want.hits] and want.hits
+            assert any("ORDER BY rowid ASC" in s for s in sql), q
+    finally:
+        warm.close()
+
+
+def test_a_list_believed_within_the_window_walks_newest_first_when_it_is_not(tmp_path):
+    """The counts a connection keeps can be behind another connection's commit until its
+    next statement: a list walked oldest first that finds more than the window is walked
+    again newest first (``retrieve.newest_ranked``), so it holds the newest matches."""
+    db = tmp_path / "t.db"
+    w = sqlite3.connect(db, isolation_level=None)
+    w.execute("PRAGMA journal_mode=WAL")
+    w.execute("CREATE VIRTUAL TABLE fts_words USING fts5(title, text, facets)")
+    w.executemany("INSERT INTO fts_words(text) VALUES (?)", [("alpha",)] * 30)
+    r = sqlite3.connect(db, isolation_level=None)
+    assert native_rank.ready(r)
+    assert len(retrieve.newest_ranked(r, "fts_words", '"alpha"', 40, 100, True)) == 30  # counted: 30
+    assert retrieve.within_window(r, "fts_words", '"alpha"', 40)
+    w.executemany("INSERT INTO fts_words(text) VALUES (?)", [("alpha",)] * 30)  # 60 now
+    sql: list[str] = []
+    r.set_trace_callback(sql.append)
+    rows = retrieve.newest_ranked(r, "fts_words", '"alpha"', 40, 100, True)
+    assert sorted(i for i, _ in rows) == list(range(21, 61))  # the 40 newest
+    assert ["ASC" in s for s in sql if not s.startswith("--")] == [True, False]  # then newest first
+    r.close()
+    w.close()

@@ -601,32 +601,49 @@ int ck_data_version(sqlite3 *db, unsigned int *out) {
   return S.file_control(db, "main", SQLITE_FCNTL_DATA_VERSION, out);
 }
 
-/* the cache's hits and misses on db since it was registered (for benchmarks) */
-int ck_stats(sqlite3 *db, sqlite3_int64 *hits, sqlite3_int64 *misses) {
+/* two counters of db's cache, read under g_lock (top 0: the count cache's hits and
+** misses; 1: ck_bm25_top's rows ranked and bounded); 1 when db is registered, else 0 */
+static int counters(sqlite3 *db, int top, sqlite3_int64 *a, sqlite3_int64 *b) {
   int found = 0;
   pthread_mutex_lock(&g_lock);
   for (Cache *c = g_registry; c && !found; c = c->nextConn)
     if (c->db == db) {
-      *hits = c->hits;
-      *misses = c->misses;
+      *a = top ? c->ranked : c->hits;
+      *b = top ? c->pruned : c->misses;
       found = 1;
     }
   pthread_mutex_unlock(&g_lock);
   return found;
 }
 
+/* the cache's hits and misses on db since it was registered (for benchmarks) */
+int ck_stats(sqlite3 *db, sqlite3_int64 *hits, sqlite3_int64 *misses) {
+  return counters(db, 0, hits, misses);
+}
+
 /* ck_bm25_top's rows on db since it was registered: ranked (length read) and bounded */
 int ck_top_stats(sqlite3 *db, sqlite3_int64 *ranked, sqlite3_int64 *pruned) {
-  int found = 0;
+  return counters(db, 1, ranked, pruned);
+}
+
+/* the document count ck_bm25 keeps for one phrase on db: key as phrase_idf builds it
+** for a phrase given its own key (table, 0x1e, the phrase as written); 1 and *out when
+** kept and still valid (cache_check first: emptied when the database changed), else 0.
+** Called on the thread using db, between its statements, as the cache's own uses are */
+int ck_cached_count(sqlite3 *db, const char *key, int n, sqlite3_int64 *out) {
+  Cache *c = 0;
+  if (!g_ready) return 0;
   pthread_mutex_lock(&g_lock);
-  for (Cache *c = g_registry; c && !found; c = c->nextConn)
-    if (c->db == db) {
-      *ranked = c->ranked;
-      *pruned = c->pruned;
-      found = 1;
-    }
+  for (Cache *x = g_registry; x && !c; x = x->nextConn)
+    if (x->db == db && !x->broken) c = x;
   pthread_mutex_unlock(&g_lock);
-  return found;
+  if (!c) return 0;
+  cache_check(c);
+  if (!c->valid) return 0;
+  Entry *e = cache_find(c, key, n, fnv(key, n));
+  if (!e) return 0;
+  *out = e->nHit;
+  return 1;
 }
 
 /* empty the count caches of every connection (benchmarks: a search as a new process

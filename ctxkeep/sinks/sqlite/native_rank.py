@@ -69,6 +69,7 @@ def _load() -> ctypes.PyDLL | None:
         lib.ck_stats.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         lib.ck_top_stats.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         lib.ck_data_version.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.ck_cached_count.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p]
         if not lib.ck_init(handle) or lib.ck_libversion() != _version_number():
             return None
     except (OSError, AttributeError, ImportError):
@@ -130,6 +131,20 @@ def data_version(conn: sqlite3.Connection) -> int | None:
     if lib is None or not db or not (lib.ck_registered(db) or _verified(lib, conn, db)):
         return None
     return out.value if lib.ck_data_version(db, ctypes.byref(out)) == 0 else None
+
+
+def cached_count(conn: sqlite3.Connection, table: str, phrase: str) -> int | None:
+    """The document count ``ck_bm25`` keeps on ``conn`` for ``phrase`` of ``table`` (a
+    part of ``retrieve.phrase_keys``: ``'"exit"'``, ``'"validateUs"*'``), or None when
+    it keeps none (never ranked there, the database changed since, no library). Only
+    reads: a phrase is counted by ranking it."""
+    lib = _load()
+    db = _db(conn)
+    if lib is None or not db:
+        return None
+    key = f"{table}\x1e{phrase}".encode()
+    out = ctypes.c_longlong(0)
+    return out.value if lib.ck_cached_count(db, key, len(key), ctypes.byref(out)) else None
 
 
 def stats(conn: sqlite3.Connection) -> tuple[int, int]:
