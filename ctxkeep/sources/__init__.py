@@ -161,6 +161,13 @@ def as_stored(f: SourceFile, state: dict | None) -> SourceFile:
     return f if fn is None else fn(f, state)
 
 
+def reads_state(agent: str) -> bool:
+    """True when ``agent``'s source has its own change test (``contract.ChangeTest``),
+    which reads a watermark's ``state`` (``needs_state`` of its files that are not
+    ``sqlite`` ones)."""
+    return _change_test(SOURCES[agent]) is not None
+
+
 def needs_state(f: SourceFile) -> bool:
     """True when ``file_unchanged(f, wm)`` reads ``wm.state`` (a ``sqlite`` file's or a
     ``ChangeTest`` source's fingerprint); the default test reads the stat facts only."""
