@@ -292,7 +292,24 @@ def test_sorted_paths_is_pathlibs_order():
 
     from ctxkeep.sources.contract import sorted_paths
 
-    names = ["a", "a-b", "a.b", "a b", "a/b", "a/b/c", "ab", "a!", "A", "-", ".x", "a/-", "a/ ", "é", "a\tb", "z/a"]
+    names = [
+        "a",
+        "a-b",
+        "a.b",
+        "a b",
+        "a/b",
+        "a/b/c",
+        "ab",
+        "a!",
+        "A",
+        "-",
+        ".x",
+        "a/-",
+        "a/ ",
+        "é",
+        "a\tb",
+        "z/a",
+    ]
     absolute = [Path("/r") / n for n in names]
     relative = [Path(n) for n in names]
     rnd = random.Random(7)
