@@ -246,8 +246,9 @@ def reparse_due(conn) -> list[str]:
     if conn is None:
         return []
     join = "FROM watermarks w JOIN vault_files v ON v.path = w.path"
-    try:  # the versions first: a row per file (25,727 at 10 GB) only where one is old
-        versions = conn.execute(f"SELECT DISTINCT w.agent, w.parser_version {join}").fetchall()
+    try:  # the versions first (of every file: no join), a row per file only where one is old
+        versions = conn.execute("SELECT DISTINCT agent, parser_version FROM watermarks").fetchall()
+        conn.execute("SELECT 1 FROM vault_files LIMIT 1").fetchall()  # (raises before v11)
     except Exception:  # a read-only plan of a store before v11
         return []
     due: dict[str, int] = {}
