@@ -197,7 +197,7 @@ def plan(
                 test = tests[f.agent] = (reads_state(f.agent), src.PARSER_VERSION)
             if f.mode == "sqlite" or test[0]:  # ``needs_state``
                 same = file_unchanged(f, stateful.get(key) if wm is not None else None, st)
-            else:  # ``stat_unchanged``
+            else:  # the default test: the stat facts alone (``facts_unchanged``)
                 same = facts_unchanged(st, wm, test[1])
             if same:
                 unchanged += 1
