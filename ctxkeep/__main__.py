@@ -4,8 +4,9 @@ An agent's hook (``ctxkeep hook AGENT EVENT``, what ``hooks install`` writes) ru
 straight from here, without the CLI's Typer, Rich and command imports
 (``hooks.runtime.fast_main``: the hook returns to its agent within 0.1 s,
 docs/design.md "Latency budget"); everything else runs the CLI (``cli.main``). A first ingest (``pipeline.prestart``)
-and a few new lines' ingest (the hook path: ``ingest --path FILE``) end without the
-interpreter's teardown (``prestart.exit_now``).
+a few new lines' ingest (the hook path: ``ingest --path FILE``) and an ingest with
+nothing new (no engine ran) end without the interpreter's teardown
+(``prestart.exit_now``).
 """
 
 import sys
@@ -28,8 +29,8 @@ def main() -> None:
     if not ingest:
         cli_main()
         return
-    # a first ingest that took its early reader, or a few new lines' (the hook path),
-    # ends here without the teardown; any other ingest exits as usual
+    # a first ingest that took its early reader, a few new lines' (the hook path) or
+    # one with nothing new ends here without the teardown; any other exits as usual
     try:
         cli_main()
     except SystemExit as e:

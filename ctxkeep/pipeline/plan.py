@@ -18,10 +18,11 @@ from ctxkeep.sources import (
     file_unchanged,
     files_for_paths,
     needs_state,
+    reads_state,
     sidecars_for,
-    stat_unchanged,
 )
 from ctxkeep.sources.contract import MAX_LINE_ENV, Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.readers.jsonl import facts_unchanged
 from ctxkeep.sources.readers.rows import SEP as ROWS_SEP
 from ctxkeep.sources.readers.sidecar import SIDECAR_OF
 
@@ -161,40 +162,47 @@ def plan(
     # files the vault does not hold yet (a store from before the vault) are read once
     # from byte 0, so the vault takes in what the agent still keeps; dedup keeps the
     # store as it was
-    unvaulted = _unvaulted(conn, files, facts)
+    vaulted = _vault_held(conn) if facts else None
     problems += reparse_due(conn)
     # the stat discovery took of each file it found (moments ago): no second and
     # third stat per file (``exists``, the test's own) over 25,727 files
-    found = {}
+    found: dict[str, tuple[str, os.stat_result]] = {}
     for d in discoveries:
-        for f in d.files:
-            got = d.facts(f.path)
-            if got is not None:
-                found[str(f.path)] = got[1]
+        found.update(d.found())
+    #: agent -> (whether its change test reads the state, its parser version)
+    tests: dict[str, tuple[bool, int]] = {}
     read: list[tuple[SourceFile, bool]] = []  # (file, whether it has a watermark)
     unchanged = 0
     for f in files:
         key = str(f.path)
-        st = found.get(key)
-        if st is None:
+        got = found.get(key)
+        if got is not None:
+            st = got[1]
+        else:
             try:
                 st = os.stat(key)
             except OSError:
                 continue  # gone
-        if key in purged or f.meta.get(SIDECAR_OF) in purged:
+        if purged and (key in purged or f.meta.get(SIDECAR_OF) in purged):
             # (a sidecar of a purged transcript: a purge before sidecars were read
             # remembered the transcript only)
             continue
-        has = key in facts and key not in unvaulted and not force
+        wm = None if force else facts.get(key)
+        if wm is not None and vaulted is not None and _unvaulted_file(f, key, vaulted):
+            wm = None
         if not force:
-            if needs_state(f):
-                same = file_unchanged(f, stateful.get(key) if has else None, st)
-            else:
-                same = stat_unchanged(f, facts.get(key) if has else None, st)
+            test = tests.get(f.agent)
+            if test is None:
+                src = SOURCES[f.agent]
+                test = tests[f.agent] = (reads_state(f.agent), src.PARSER_VERSION)
+            if f.mode == "sqlite" or test[0]:  # ``needs_state``
+                same = file_unchanged(f, stateful.get(key) if wm is not None else None, st)
+            else:  # the default test: the stat facts alone (``facts_unchanged``)
+                same = facts_unchanged(st, wm, test[1])
             if same:
                 unchanged += 1
                 continue
-        read.append((f, has))
+        read.append((f, wm is not None))
     todo: Todo = [(f, None) for f, _ in read]
     if conn is not None and read and not force:  # the states of the files read
         full = sqlite_store.load_watermarks(conn, [str(f.path) for f, has in read if has])
@@ -237,17 +245,22 @@ def reparse_due(conn) -> list[str]:
 
     if conn is None:
         return []
-    try:
-        rows = conn.execute(
-            "SELECT w.agent, w.path, w.parser_version FROM watermarks w JOIN vault_files v ON v.path = w.path"
-        ).fetchall()
+    join = "FROM watermarks w JOIN vault_files v ON v.path = w.path"
+    try:  # the versions first (of every file: no join), a row per file only where one is old
+        versions = conn.execute("SELECT DISTINCT agent, parser_version FROM watermarks").fetchall()
+        conn.execute("SELECT 1 FROM vault_files LIMIT 1").fetchall()  # (raises before v11)
     except Exception:  # a read-only plan of a store before v11
         return []
     due: dict[str, int] = {}
-    for agent, path, version in rows:
+    for agent, version in versions:
         src = SOURCES.get(agent)
-        if src is not None and version != src.PARSER_VERSION and not Path(path).exists():
-            due[agent] = due.get(agent, 0) + 1
+        if src is None or version == src.PARSER_VERSION:
+            continue
+        for (path,) in conn.execute(
+            f"SELECT w.path {join} WHERE w.agent = ? AND w.parser_version IS ?", (agent, version)
+        ):
+            if not Path(path).exists():
+                due[agent] = due.get(agent, 0) + 1
     return [
         f"{n} {agent} file(s) are gone from disk and were parsed by an older {agent} parser than today's: "
         f"the vault holds them - run `ctxkeep reparse --agent {agent}`"
@@ -255,31 +268,32 @@ def reparse_due(conn) -> list[str]:
     ]
 
 
-def _unvaulted(conn, files: list[SourceFile], wms: dict) -> set[str]:
-    """The paths of ``files`` that have a watermark but no file in the vault's manifest
-    (``vault_files``), when the vault is on; empty otherwise."""
+def _vault_held(conn) -> tuple[set[str], set[str]] | None:
+    """What the vault's manifest (``vault_files``) holds, when the vault is on: (the
+    paths of the files it holds, the databases whose sessions' rows it holds); None
+    when it is off (``[vault] enabled = false``), or for a store before v11."""
     from ctxkeep.sinks import vault
 
-    if conn is None or not wms or not vault.enabled():
-        return set()
+    if conn is None or not vault.enabled():
+        return None
     home = vault.home_of(conn)
     if home is None or not vault.configured(home):  # ``[vault] enabled = false``
-        return set()
+        return None
     try:
         held = {r[0] for r in conn.execute("SELECT path FROM vault_files")}
     except Exception:  # a read-only plan of a store before v11
-        return set()
+        return None
     # a database is held as its sessions' rows (``sources.readers.rows``: ``<db>#session=<id>``)
     dbs = {p.partition(ROWS_SEP)[0] for p in held if ROWS_SEP in p}
-    return {
-        str(f.path)
-        for f in files
-        if str(f.path) in wms
-        and (
-            (f.mode in VAULTED_MODES and str(f.path) not in held)
-            or (f.mode == "sqlite" and _rows_vaulted(f.agent) and str(f.path) not in dbs)
-        )
-    }
+    return held, dbs
+
+
+def _unvaulted_file(f: SourceFile, key: str, vaulted: tuple[set[str], set[str]]) -> bool:
+    """Whether ``f`` (``key``: its path), which has a watermark, is a file the vault
+    should hold but does not (``_vault_held``'s ``vaulted``): read again from byte 0."""
+    if f.mode in VAULTED_MODES:
+        return key not in vaulted[0]
+    return f.mode == "sqlite" and _rows_vaulted(f.agent) and key not in vaulted[1]
 
 
 def _rows_vaulted(agent: str) -> bool:

@@ -382,10 +382,11 @@ def taken() -> bool:
 
 
 def ran_small() -> None:
-    """Note that this process ran a few new lines' ingest in-process with every store
-    connection closed after it (``service.ingest``, the hook path): ``exit_now`` may end
-    it without the interpreter's teardown (~0.01 CPU s of the ~0.3 s of
-    ``ingest --path FILE``, issue 26)."""
+    """Note that this process ran a few new lines' ingest in-process (``service.ingest``,
+    the hook path), or an ingest with nothing new and no engine, with every store
+    connection closed after it: ``exit_now`` may end it without the interpreter's
+    teardown (~0.01 CPU s of the ~0.3 s of ``ingest --path FILE``; a no-op ingest of
+    25,728 files freed its plan's objects and every module's, issue 26)."""
     _small.append(True)
 
 

@@ -25,7 +25,7 @@ from ctxkeep.sources.contract import (
     Watermark,
     check_source,
 )
-from ctxkeep.sources.readers.jsonl import facts_unchanged, is_unchanged
+from ctxkeep.sources.readers.jsonl import is_unchanged
 from ctxkeep.sources.readers.sqlite import db_unchanged
 
 #: the registry, in its order (``schema.AGENTS``): agent name → (module under
@@ -161,6 +161,13 @@ def as_stored(f: SourceFile, state: dict | None) -> SourceFile:
     return f if fn is None else fn(f, state)
 
 
+def reads_state(agent: str) -> bool:
+    """True when ``agent``'s source has its own change test (``contract.ChangeTest``),
+    which reads a watermark's ``state`` (``needs_state`` of its files that are not
+    ``sqlite`` ones)."""
+    return _change_test(SOURCES[agent]) is not None
+
+
 def needs_state(f: SourceFile) -> bool:
     """True when ``file_unchanged(f, wm)`` reads ``wm.state`` (a ``sqlite`` file's or a
     ``ChangeTest`` source's fingerprint); the default test reads the stat facts only."""
@@ -184,13 +191,6 @@ def file_unchanged(f: SourceFile, wm: Watermark | None, st: os.stat_result | Non
         return is_unchanged(f.path.stat() if st is None else st, wm, src.PARSER_VERSION)
     except OSError:
         return False
-
-
-def stat_unchanged(f: SourceFile, facts: tuple | None, st: os.stat_result) -> bool:
-    """``file_unchanged`` of a file whose test reads the stat facts only (not
-    ``needs_state(f)``): ``facts`` its watermark's (``sinks.sqlite.watermark_facts``'s
-    row; None: none), ``st`` the file's ``stat``."""
-    return facts_unchanged(st, facts, SOURCES[f.agent].PARSER_VERSION)
 
 
 def discover_all(

@@ -105,13 +105,17 @@ def confine(d: Discovery, home: Path | None = None) -> Discovery:
     vanished meanwhile (it is dropped silently, as discovery would have)."""
     if not d.files:
         return d
-    folders = agent_folders(d, home)
+    # (lexical folder, it with a separator after, real path), longest first
+    folders = [(lx, lx.rstrip(os.sep) + os.sep, r) for lx, r in agent_folders(d, home)]
+    found = d.found()
     facts = []
-    names: dict[tuple[int, int], int] = {}
+    names: dict[tuple[int, int], int] = {}  # names proven inside, of files with several
     dir_real: dict[str, str] = {}
+    prefix: dict[str, str] = {}  # an agent's folder's real path with a separator after
     for f in d.files:
-        lex = os.path.abspath(f.path)
-        got = d.facts(f.path)
+        key = str(f.path)
+        lex = os.path.abspath(key)
+        got = found.get(key)
         if got is None:
             try:
                 st = os.stat(lex)
@@ -130,28 +134,36 @@ def confine(d: Discovery, home: Path | None = None) -> Discovery:
             real = os.path.realpath(lex) if os.path.islink(lex) else os.path.join(parent, name)
         else:
             real, st = got
-        own = next((r for lx, r in folders if _inside(lex, lx)), None)
+        own = None
+        for lx, lx_sep, r in folders:  # ``_inside(lex, lx)``
+            if lex.startswith(lx_sep) or lex == lx:
+                own = r
+                break
         if own is None:  # no searched folder holds it lexically (a home scan): its directory
             folder = os.path.dirname(lex)
             own = dir_real.get(folder)
             if own is None:
                 own = dir_real[folder] = os.path.realpath(folder)
-        if not _inside(real, own):
+        own_sep = prefix.get(own)
+        if own_sep is None:
+            own_sep = prefix[own] = own.rstrip(os.sep) + os.sep
+        if not (real.startswith(own_sep) or real == own):  # ``_inside(real, own)``
             d.skip(f.path, REASON_OUTSIDE)
             continue
         facts.append((f, st))
-        key = (st.st_dev, st.st_ino)
-        names[key] = names.get(key, 0) + 1  # names proven inside (their real paths are)
+        if st.st_nlink > 1:
+            key2 = (st.st_dev, st.st_ino)
+            names[key2] = names.get(key2, 0) + 1
     kept = []
     taken: set[tuple[int, int]] = set()
     for f, st in facts:
-        key = (st.st_dev, st.st_ino)
-        if st.st_nlink > 1 and names[key] < st.st_nlink:
+        ident = (st.st_dev, st.st_ino)
+        if st.st_nlink > 1 and names[ident] < st.st_nlink:
             d.skip(f.path, REASON_HARDLINK)
             continue
-        if key in taken:  # another name of a file already kept
+        if ident in taken:  # another name of a file already kept
             continue
-        taken.add(key)
+        taken.add(ident)
         kept.append(f)
     d.files = kept
     return d

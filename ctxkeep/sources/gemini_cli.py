@@ -140,8 +140,11 @@ def discover(ctx: DiscoveryContext) -> Discovery:
                 + sorted(cd.glob("session-*.jsonl"))
                 + sorted(cd.glob("*/*.jsonl"))
             )
+            # once per chats dir, not per file (a failed open of its ``.project_root``
+            # per file: 1,512 at 10 GB)
+            project = _project_of(cd, known) if cands else None
             for p in cands:
-                meta: dict[str, Any] = {"project_dir": _project_of(cd, known)}
+                meta: dict[str, Any] = {"project_dir": project}
                 if p.parent != cd:
                     meta["parent_session"] = p.parent.name
                 d.add(p, mode_for(p), meta)

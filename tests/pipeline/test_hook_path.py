@@ -242,7 +242,9 @@ def test_ingest_path_of_a_few_new_lines_ends_without_the_teardown(tmp_path):
     """``ctxkeep ingest --path FILE`` of a few new lines ends with ``prestart.exit_now``
     (its atexit handlers run and its output is flushed, then ``os._exit``: the
     interpreter's teardown, ~0.01 CPU s, skipped); the same command with nothing new
-    exits as usual."""
+    exits as usual while it catches DuckDB up (the engine ran: the first run left
+    DuckDB to its readers), and ends without the teardown once nothing is new and DuckDB
+    is current (no engine ran; the plan's connection is closed)."""
     import subprocess
     import sys
 
@@ -257,7 +259,7 @@ from ctxkeep.__main__ import main
 main()
 """
     env = {**os.environ, "HOME": str(tmp_path / "user")}
-    for new, quick in ((10, True), (0, False)):
+    for new, quick in ((10, True), (0, False), (0, True)):
         r = subprocess.run(
             [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120
         )

@@ -140,3 +140,56 @@ def test_the_plan_gives_an_appended_file_its_whole_watermark(home_copy, store_ho
     assert [(str(f.path), wm) for f, wm in p.todo] == [(str(home_copy / USEREQ), stored)]
     assert stored.state.get("sid") == "019b2241-a0a9-7740-a0c0-33c010d4f7e6"
     assert p.unchanged == 16  # (one a sidecar: the sub-agent's .meta.json)
+
+
+def test_the_plan_finds_every_kind_of_change_and_skips_the_rest(home_copy, store_home):
+    """A no-op ingest's plan compares discovery's one ``lstat`` per file with the
+    watermarks' stat facts: a file changed by one byte (same size, new mtime), grown,
+    shrunk, replaced by a copy of the same bytes (new inode), or gone is found; every
+    other file (a Gemini CLI chat beside them too) is skipped, and none is read twice."""
+    import os
+
+    from ctxkeep.pipeline.plan import plan
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sources.contract import DiscoveryContext
+
+    agents = [*JSONL_AGENTS, "gemini-cli"]
+    ingest(home_copy, store_home, agents)
+    ctx = DiscoveryContext(home=home_copy, env={})
+    conn = sqlite_store.connect(store_home, readonly=True)
+    try:
+        before = plan(store_home, conn, agents=agents, ctx=ctx)
+    finally:
+        conn.close()
+    files = [
+        f.path for f in before.discoveries[0].files + before.discoveries[1].files if f.path.suffix == ".jsonl"
+    ]
+    assert before.todo == [] and before.unchanged > 6 and len(files) >= 6
+    one_byte, grown, shrunk, replaced, gone = files[:5]
+
+    def later(p):  # a new mtime, whatever the clock's step
+        st = p.stat()
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+
+    data = bytearray(one_byte.read_bytes())
+    data[len(data) // 2] = ord("x") if data[len(data) // 2] != ord("x") else ord("y")
+    one_byte.write_bytes(bytes(data))
+    later(one_byte)
+    with grown.open("ab") as f:
+        f.write(b"\n")
+    shrunk.write_bytes(shrunk.read_bytes()[: shrunk.stat().st_size // 2])
+    st = replaced.stat()
+    copy = replaced.with_name(replaced.name + ".tmp")
+    shutil.copyfile(replaced, copy)
+    os.replace(copy, replaced)  # same bytes and size, a new inode
+    os.utime(replaced, ns=(st.st_atime_ns, st.st_mtime_ns))  # even the old mtime
+    assert replaced.stat().st_ino != st.st_ino and replaced.stat().st_size == st.st_size
+    gone.unlink()
+    conn = sqlite_store.connect(store_home, readonly=True)
+    try:
+        after = plan(store_home, conn, agents=agents, ctx=ctx)
+    finally:
+        conn.close()
+    assert sorted(str(f.path) for f, _ in after.todo) == sorted(map(str, (one_byte, grown, shrunk, replaced)))
+    assert all(wm is not None for _, wm in after.todo)  # each with its stored watermark
+    assert after.unchanged == before.unchanged - 5

@@ -281,3 +281,41 @@ def test_record_reader_passes_the_source_path(tmp_path):
 
     want = {"sid": "s", "count": 2, "_tail": tail_hash(b'{"n": 1}\n{"n": 2}\n')}
     assert (wm.offset, wm.parser_version, wm.state) == (18, 3, want)
+
+
+def test_sorted_paths_is_pathlibs_order():
+    """``sorted_paths`` (one NUL-joined string per path) sorts as ``sorted`` of the
+    paths does (pathlib compares the parts): names that are prefixes of others, a
+    character below ``/`` (``-``, ``.``, space, tab), upper case, non-ASCII, deeper
+    paths; absolute, relative and both mixed."""
+    import random
+
+    from ctxkeep.sources.contract import sorted_paths
+
+    names = [
+        "a",
+        "a-b",
+        "a.b",
+        "a b",
+        "a/b",
+        "a/b/c",
+        "ab",
+        "a!",
+        "A",
+        "-",
+        ".x",
+        "a/-",
+        "a/ ",
+        "é",
+        "a\tb",
+        "z/a",
+    ]
+    absolute = [Path("/r") / n for n in names]
+    relative = [Path(n) for n in names]
+    rnd = random.Random(7)
+    for paths in (absolute, relative, absolute + relative + [Path("/")]):
+        for _ in range(30):
+            rnd.shuffle(paths)
+            assert sorted_paths(paths) == sorted(paths)
+    assert sorted_paths([]) == []
+    assert [str(p) for p in sorted_paths([Path("/r/a-b"), Path("/r/a/b")])] == ["/r/a/b", "/r/a-b"]
