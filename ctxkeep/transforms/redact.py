@@ -1113,8 +1113,8 @@ def _gated(
         elif g in hs_gates and folds is not None:  # Hyperscan's scan ran it (``_hs_gate``)
             f = folds.gather(idx)
             plain, folded = idx.filter(~f), idx.filter(f)
-            hit = hs_gates[g]
-            idx = pl.Series([i for i in plain.to_list() if i in hit], dtype=idx.dtype)
+            matched = hs_gates[g]
+            idx = pl.Series([i for i in plain.to_list() if i in matched], dtype=idx.dtype)
             if folded.len():  # (the Unicode gate, as below)
                 try:
                     got = folded.filter(s.gather(folded).str.contains(pattern).fill_null(False))
@@ -1451,7 +1451,8 @@ def _hs_gates() -> dict[int, str]:
     for rid in _HS_GATES:
         if rid in ids:
             g = ids.index(rid)
-            got = None if rs.gates[g] is None else _hs_gate(rs.gates[g])
+            gate = rs.gates[g]
+            got = None if gate is None else _hs_gate(gate)
             if got is not None:
                 out[g] = got
     return out
