@@ -1045,7 +1045,7 @@ def _keyword_hits(
         idx = passes["kw_rare"].arg_true()
         got: list[tuple[int, str]] = []
         if idx.len() and rare_hits is not None:
-            pairs, folds = rare_hits
+            pairs, folds = rare_hits[0], rare_hits[1]
             got += [(i, k) for i, k in pairs if i not in folds]
             idx = pl.Series([i for i in idx.to_list() if i in folds], dtype=idx.dtype)
         if idx.len():
@@ -1095,7 +1095,7 @@ def _gated(
     sizes = pairs.join(
         pl.DataFrame({"i": pl.int_range(s.len(), eager=True), "n": s.str.len_bytes().fill_null(0)}), on="i"
     )
-    raws: dict[int, bytes] = {}
+    raws: dict[int, bytes | None] = {}
     # the texts holding KELVIN SIGN or long s (Hyperscan's ``fold``): their gates fold
     # Unicode; the others' fold ASCII only (``_ascii_gate``: the same booleans, faster)
     folds = None
@@ -1104,11 +1104,23 @@ def _gated(
         if rare_hits[1]:
             folds = folds.scatter(sorted(rare_hits[1]), True)
         sizes = _big_texts_ungated(s, sizes, gates, rare_hits[1])
+    hs_gates = {} if rare_hits is None else rare_hits[2]
     for (g,), part in sizes.group_by(["gate"]):
         idx = part["i"]
         pattern = gates[g]
         if pattern is None:
             pass
+        elif g in hs_gates and folds is not None:  # Hyperscan's scan ran it (``_hs_gate``)
+            f = folds.gather(idx)
+            plain, folded = idx.filter(~f), idx.filter(f)
+            matched = hs_gates[g]
+            idx = pl.Series([i for i in plain.to_list() if i in matched], dtype=idx.dtype)
+            if folded.len():  # (the Unicode gate, as below)
+                try:
+                    got = folded.filter(s.gather(folded).str.contains(pattern).fill_null(False))
+                except pl.exceptions.ComputeError:  # the Rust engine refuses it: no gate
+                    got = folded
+                idx = pl.concat([idx, got])
         elif part["n"].sum() < _GATE_IN_PYTHON_BYTES:  # RE2 here: a Polars regex costs ~1.5 ms to compile
             rxs = (
                 [r[1] for r in _prose_compiled()]
@@ -1116,11 +1128,14 @@ def _gated(
                 else [rs.rules[g].pre or rs.rules[g].rx]
             )
             keep = []
-            for i in idx.to_list():
-                raw = raws.get(i)
-                if raw is None:
-                    raw = raws[i] = secret_rules._encode(s[i])
-                if any(rx.search(raw) for rx in rxs):
+            at = idx.to_list()
+            new = [i for i in at if i not in raws]
+            if new:  # (one gather: ``s[i]`` one by one cost ~3 µs each; a String's
+                # bytes are its UTF-8, what ``secret_rules._encode`` gives of it)
+                raws.update(zip(new, s.gather(new).cast(pl.Binary).to_list(), strict=True))
+            for i in at:
+                raw = raws[i]
+                if raw is not None and any(rx.search(raw) for rx in rxs):
                     keep.append(i)
             idx = pl.Series(keep, dtype=idx.dtype)
         else:
@@ -1193,8 +1208,10 @@ HS_MIN_BYTES = 8 << 20
 
 
 #: the rare keywords Hyperscan found: ``([(text position, keyword), ...], {positions of
-#: the texts holding a ``_FOLDS`` character})`` (``_hs_scan``, ``_keyword_hits``)
-RareHits = tuple[list[tuple[int, str]], set[int]]
+#: the texts holding a ``_FOLDS`` character}, {gate index: positions of the texts its
+#: ``_hs_gate`` matched})`` (``_hs_scan``, ``_keyword_hits``, ``_gated``; the gates:
+#: ``_HS_GATES``')
+RareHits = tuple[list[tuple[int, str]], set[int], dict[int, set[int]]]
 
 
 def _passes(s: pl.Series) -> pl.DataFrame:
@@ -1340,6 +1357,7 @@ def _hs_database() -> tuple[hyperscan.Database, list[str]] | None:
     if rare:
         pats.append(("fold", "|".join(_FOLDS.values()), one | hs.HS_FLAG_UTF8))
         pats += [(f"{_RARE}{k}", _hs_escape(k), one | hs.HS_FLAG_CASELESS) for k in rare]
+        pats += [(f"{_GATE}{g}", p, one) for g, p in _hs_gates().items()]
     try:
         db.compile(
             expressions=[p.encode() for _, p, _ in pats],
@@ -1359,6 +1377,85 @@ _HS_THREAD = threading.local()
 
 #: a pattern name of ``_hs_database``: a rare keyword (``_RARE<keyword>``), one id each
 _RARE = "kwr:"
+#: a pattern name of ``_hs_database``: a gate of ``_HS_GATES`` (``_GATE<gate index>``)
+_GATE = "gate:"
+
+#: the table's rules whose gates Hyperscan's scan runs (``_hs_gates``), not a Polars pass
+#: each over the texts holding their keywords: keywords most session texts hold (``s.``,
+#: ``ey``, ``sk``, ``ext_``, ``test_``), so each pass went over most of the texts. Per
+#: 100 MB of a 200 MB ingest's recorded lines and their texts (CPU s): those five passes
+#: 0.095, the five patterns in the scan ~0.005 (and ~0.03 to compile, once per process).
+#: ``generic-api-key`` is not here: its gate alone compiles in ~0.22 s.
+_HS_GATES = (
+    "vault-service-token",
+    "jwt",
+    "twilio-api-key",
+    "authress-service-client-access-key",
+    "lob-api-key",
+)
+
+#: what keeps a gate (``_ascii_gate``'s) from Hyperscan's byte mode, where it would count
+#: a character of several bytes as several: a class escape (the Rust engine's are
+#: Unicode: ``\\w``, ``\\d``, ``\\s``, a bare ``\\b`` and their negations), a Unicode class, a
+#: ``-u`` flag other than those ``_hs_gate`` rewrites (a negated class and ``.``: there)
+_NOT_BYTE_SAFE = re.compile(r"\\[bBWSDwsdpPX]|\(\?-?u|\(\?[a-z]*-[a-z]*u")
+
+
+def _hs_gate(pattern: str) -> str | None:
+    r"""``pattern`` (a gate: ``secret_rules.rust_gate`` of a rule's regex) for
+    Hyperscan's byte mode, matching every text without a ``_FOLDS`` character wherever
+    its ``_ascii_gate`` does: that gate folds ASCII case only and its classes are ASCII
+    (``(?-u:\b)`` as ``\b``, ``(?i-u)`` as ``(?i)``: the same over UTF-8 bytes, where no
+    byte of a non-ASCII character is an ASCII one), and Hyperscan's ``$`` matches at
+    the end and before a last newline (the Rust engine's at the end only): a superset.
+    None for a gate with anything a byte could match differently from a character (a
+    negated class, ``.``, ``\W``, a Unicode class: ``_NOT_BYTE_SAFE``), or none."""
+    fast = _ascii_gate(pattern) if "(?i" in pattern else pattern  # (no case folding: as it is)
+    if fast is None:
+        return None
+    # (``\x00``: a placeholder for the ASCII word boundaries, so that a bare ``\b``
+    # (Unicode in the Rust engine) is refused)
+    out = fast.replace("(?-u:\\b)", "\x00").replace("(?i-u)", "(?i)").replace("(?i-u:", "(?i:")
+    if "\x00" in pattern or _NOT_BYTE_SAFE.search(out) or not out.isascii():
+        return None
+    out = out.replace("\x00", "\\b")
+    depth = 0  # inside a class
+    i = 0
+    while i < len(out):
+        c = out[i]
+        if c == "\\":
+            i += 2
+            continue
+        if depth:
+            if c == "]":
+                depth = 0
+        elif c == "[":
+            if out[i + 1 : i + 2] == "^":
+                return None
+            depth = 1
+            if out[i + 1 : i + 2] == "]":  # a literal ] first in a class
+                i += 1
+        elif c == ".":
+            return None
+        i += 1
+    return out
+
+
+@cache
+def _hs_gates() -> dict[int, str]:
+    """``{gate index: Hyperscan pattern}`` of ``_HS_GATES`` (``_hs_gate``; a gate it
+    refuses is left to Polars)."""
+    rs = secret_rules.ruleset()
+    ids = [r.id for r in rs.rules]
+    out = {}
+    for rid in _HS_GATES:
+        if rid in ids:
+            g = ids.index(rid)
+            gate = rs.gates[g]
+            got = None if gate is None else _hs_gate(gate)
+            if got is not None:
+                out[g] = got
+    return out
 
 
 def _hs_passes(s: pl.Series) -> pl.DataFrame | None:
@@ -1397,6 +1494,11 @@ def _hs_scan(s: pl.Series) -> tuple[pl.DataFrame, RareHits] | None:
     pairs: list[tuple[int, str]] = []
     folds: set[int] = set()
     rare: set[int] = set()
+    gate_hits: dict[int, set[int]] = {}
+    # every column a copy of one all-False Series (``clone`` shares its buffer, which
+    # ``scatter`` copies before it writes): one ``pl.repeat`` per call, not per column
+    # (~0.2 ms each: ~17 columns per call)
+    false = pl.repeat(False, s.len(), dtype=pl.Boolean, eager=True)
     for name, idx in zip(names, hits, strict=True):
         if name.startswith(_RARE):
             pairs += [(i, name[len(_RARE) :]) for i in idx]
@@ -1405,13 +1507,16 @@ def _hs_scan(s: pl.Series) -> tuple[pl.DataFrame, RareHits] | None:
         if name == "fold":
             folds.update(idx)
             continue
-        col = pl.repeat(False, s.len(), dtype=pl.Boolean, eager=True).alias(name)
+        if name.startswith(_GATE):
+            gate_hits[int(name[len(_GATE) :])] = set(idx)
+            continue
+        col = false.clone().alias(name)
         cols.append(col.scatter(idx, True) if idx else col)  # (``scatter`` sets in place)
     if any(n.startswith(_RARE) for n in names):  # (the Polars passes' column order)
-        col = pl.repeat(False, s.len(), dtype=pl.Boolean, eager=True).alias("kw_rare")
+        col = false.clone().alias("kw_rare")
         at = next(j for j, c in enumerate(cols) if c.name.startswith("kw="))
         cols.insert(at, col.scatter(sorted(rare), True) if rare else col)
-    return pl.DataFrame(cols), (pairs, folds)
+    return pl.DataFrame(cols), (pairs, folds, gate_hits)
 
 
 def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
