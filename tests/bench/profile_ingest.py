@@ -30,6 +30,11 @@ which ``thread_time`` does not see: it shows in the process's "pools and the res
     uv run python tests/bench/profile_ingest.py --tree /tmp/tree2000 --vault on --sql
         # also load_batch's CPU per SQL statement (by table), the first third of the
         # groups against the last: which step's cost grows with the store
+    uv run python tests/bench/profile_ingest.py --tree /tmp/tree2000 --vault on --sql \
+        --store /tmp/me-a --writer-pragma secure_delete=FAST
+        # an A/B of one checkout (session 22): run beside a plain one; --page-size,
+        # --cache-mib, --writer-mmap-mib and --writer-pragma change only the writing
+        # connections' SQLite settings; --store keeps the store (to compare, search)
 """
 
 from __future__ import annotations
@@ -467,8 +472,11 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def profile(tree: Path, vault_on: bool, readers: int | None = None, groups: bool = False) -> None:
+def profile(
+    tree: Path, vault_on: bool, readers: int | None = None, groups: bool = False, keep: Path | None = None
+) -> None:
     work = Path(tempfile.mkdtemp(prefix="ctxkeep-profile-"))
+    store = keep if keep is not None else work / "store"
     out = work / "reader.json"
     os.environ[_OUT_ENV] = str(out)
     os.environ["CTXKEEP_VAULT"] = "1" if vault_on else "0"
@@ -490,7 +498,7 @@ def profile(tree: Path, vault_on: bool, readers: int | None = None, groups: bool
         t0, t_start = time.perf_counter(), time.time()
         _sampler.start()
         try:
-            s = run_ingest(work / "store", ctx=DiscoveryContext(home=tree, env={}))
+            s = run_ingest(store, ctx=DiscoveryContext(home=tree, env={}))
         finally:
             _sampler.stop()
         wall = time.perf_counter() - t0
@@ -628,6 +636,28 @@ def main() -> None:
     )
     ap.add_argument("--groups", action="store_true", help="print the run's end group by group")
     ap.add_argument(
+        "--page-size",
+        type=int,
+        help="the new store's page size, bytes (connection.PAGE_SIZE; an A/B of one checkout)",
+    )
+    ap.add_argument(
+        "--cache-mib", type=int, help="the writing connections' page cache, MiB (connection.CACHE_KIB)"
+    )
+    ap.add_argument(
+        "--writer-mmap-mib",
+        type=int,
+        help="also map this much of the store into the writing connections (PRAGMA mmap_size)",
+    )
+    ap.add_argument(
+        "--writer-pragma",
+        action="append",
+        default=[],
+        help="also run PRAGMA this (e.g. secure_delete=FAST) on the writing connections; repeatable",
+    )
+    ap.add_argument(
+        "--store", type=Path, help="ingest into (and keep) this store (must not exist; one run only)"
+    )
+    ap.add_argument(
         "--sql",
         action="store_true",
         help="charge load_batch's SQL per statement: first vs last third of the groups",
@@ -646,12 +676,37 @@ def main() -> None:
         subprocess.run(
             [sys.executable, str(SCALE), str(tree), "--mb", str(a.mb), "--unique-text"], check=True
         )
-    print(f"load average at the start {_load()} (2 cores); tree {tree}")
+    if a.page_size:
+        from ctxkeep.sinks.sqlite import connection
+
+        connection.PAGE_SIZE = a.page_size
+    if a.cache_mib:
+        from ctxkeep.sinks.sqlite import connection
+
+        connection.CACHE_KIB = a.cache_mib * 1024
+    extra = list(a.writer_pragma) + (
+        [f"mmap_size={a.writer_mmap_mib * 1024 * 1024}"] if a.writer_mmap_mib else []
+    )
+    if extra:
+        from ctxkeep.sinks.sqlite import connection
+
+        pragmas = connection._load_pragmas
+
+        def more(conn):
+            pragmas(conn)
+            for p in extra:
+                conn.execute(f"PRAGMA {p}")
+
+        connection._load_pragmas = more
+    print(
+        f"load average at the start {_load()} (2 cores); tree {tree}; page size {a.page_size or 'default'}, "
+        f"cache {a.cache_mib or 'default'} MiB, writer pragmas {extra}"
+    )
     _instrument_ingest()
     try:
         for v in a.vault.split(","):
             for n in [int(x) for x in a.readers.split(",") if x.strip()] or [None]:
-                profile(tree, v.strip() == "on", n, a.groups)
+                profile(tree, v.strip() == "on", n, a.groups, a.store)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
