@@ -239,7 +239,7 @@ def free_pages(home: Path) -> dict:
     much ``purge --compact`` gives back, or None when it is not worth it}`` (newuser21
     N9: a purged store kept 2,429 of its 3,090 pages free, and every backup copied
     them)."""
-    from ctxkeep.maintenance.compact import free_space
+    from ctxkeep.sinks.sqlite.compact import free_space
 
     f = free_space(home)
     hint = None
@@ -252,10 +252,10 @@ def free_pages(home: Path) -> dict:
 
 
 def compact(home: Path, *, dry_run: bool = False) -> dict:
-    """Write the store anew without its free pages (``maintenance.compact.compact``:
+    """Write the store anew without its free pages (``sinks.sqlite.compact.compact``:
     VACUUM INTO a copy, renamed over the store under its lock), waiting for the lock as
     long as it takes; ``dry_run``: what it would give back. Returns its report."""
-    from ctxkeep.maintenance.compact import compact as run
+    from ctxkeep.sinks.sqlite.compact import compact as run
 
     return run(Path(home), timeout=-1, dry_run=dry_run)
 

@@ -63,10 +63,12 @@ def test_running_a_command_imports_its_modules_only(tmp_path):
     (sources, for ``fail_config``), and cli.upgrade (every command), none of the other
     command modules."""
     (tmp_path / "user").mkdir()
+    # printed by an atexit handler: a run with nothing new ends without the interpreter's
+    # teardown (prestart.exit_now), after the atexit handlers
     code = (
-        "import sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', sys.argv[1], '--json']\n"
-        "try:\n    runpy.run_module('ctxkeep', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith('ctxkeep.cli.')))"
+        "import atexit, sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', sys.argv[1], '--json']\n"
+        "atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith('ctxkeep.cli.'))))\n"
+        "runpy.run_module('ctxkeep', run_name='__main__')\n"
     )
     env_home = {"HOME": str(tmp_path / "user")}
     r = subprocess.run(

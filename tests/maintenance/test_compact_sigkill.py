@@ -1,4 +1,4 @@
-"""``purge --compact`` (``maintenance.compact``; newuser21 N9: a purged store kept
+"""``purge --compact`` (``sinks.sqlite.compact``; newuser21 N9: a purged store kept
 2,429 of its 3,090 pages free and every backup copied them): the store written anew
 without its free pages, the same rows, and crash consistency: a compaction SIGKILLed
 at each of its steps (``kill_point("compact", …)``) and at random times leaves the
@@ -21,9 +21,9 @@ from typer.testing import CliRunner
 
 from conftest import child_env
 from ctxkeep.cli import app
-from ctxkeep.maintenance.compact import COMPACT_TMP, compact, free_space
 from ctxkeep.maintenance.purge import run_purge
 from ctxkeep.maintenance.purge_request import PurgeRequest
+from ctxkeep.sinks.sqlite.compact import COMPACT_TMP, compact, free_space
 from store_digest import store_digest
 
 #: the corpus's biggest project (by entries): its purge frees pages
@@ -110,7 +110,7 @@ def test_purge_says_how_much_a_compaction_gives_back_and_compact_does_it(corpus_
 
 def _run_child(home: Path, kill_at: str | None) -> subprocess.Popen:
     code = (
-        "import sys; from ctxkeep.maintenance.compact import compact\n"
+        "import sys; from ctxkeep.sinks.sqlite.compact import compact\n"
         "print('ready', flush=True); sys.stdin.readline()\n"
         f"compact({str(home)!r}); print('done', flush=True)\n"
     )
