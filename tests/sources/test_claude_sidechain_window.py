@@ -46,7 +46,13 @@ def _rec(u: str, parent: str | None, text: str = "x") -> dict:
 
 
 def _uuid(chain: int, i: int) -> str:
-    return f"{chain:08x}-{i:04x}-4000-8000-000000000000"
+    """Record ``i`` of chain ``chain``: its first 8 characters (a session id's part)
+    differ for every record, so a record taken for a root shows in its session."""
+    return f"{chain:04x}{i:04x}-0000-4000-8000-000000000000"
+
+
+def _session(chain: int, i: int = 0) -> str:
+    return "s1/sidechain-" + _uuid(chain, i)[:8]
 
 
 def _write(path: Path, recs: list[dict]) -> SourceFile:
@@ -78,15 +84,15 @@ def test_window_is_bounded_and_a_parent_past_it_starts_a_chain(tmp_path, monkeyp
     f = _write(tmp_path / "s1.jsonl", recs)
     got, wms = _read(f)
     sessions = [e["session_id"] for e in got]
-    assert sessions[:3] == ["s1/sidechain-00000001"] * 3
-    assert sessions[3:63] == ["s1/sidechain-00000002"] * 60
+    assert sessions[:3] == [_session(1)] * 3
+    assert sessions[3:63] == [_session(2)] * 60
     # 61 uuids back: out of the window, so the record roots a chain of its own
-    assert sessions[63] == "s1/sidechain-" + _uuid(1, 3)[:8]
+    assert sessions[63] == _session(1, 3)
     state = wms[-1].state
     assert len(state["sc"]) == 50 and list(state["sc"])[-1] == _uuid(1, 3)
     # the whole map (a file a store read before) still finds it
     whole, _ = _read(dataclasses.replace(f, meta=WHOLE))
-    assert [e["session_id"] for e in whole][63] == "s1/sidechain-00000001"
+    assert [e["session_id"] for e in whole][63] == _session(1)
 
 
 def test_a_lookup_keeps_a_parent_in_the_window(tmp_path, monkeypatch):
@@ -99,7 +105,7 @@ def test_a_lookup_keeps_a_parent_in_the_window(tmp_path, monkeypatch):
     recs += [_rec(_uuid(2, i), _uuid(2, i - 1)) for i in range(45, 90)]
     recs.append(_rec(_uuid(1, 2), _uuid(1, 0)))
     got, _ = _read(_write(tmp_path / "s1.jsonl", recs))
-    assert got[-1]["session_id"] == "s1/sidechain-00000001"
+    assert got[-1]["session_id"] == _session(1)
 
 
 def test_window_resumed_from_each_watermark_gives_one_reads_ids(tmp_path, monkeypatch):
@@ -132,12 +138,12 @@ def test_a_store_read_before_keeps_the_whole_map(tmp_path, monkeypatch):
     recs.append(_rec(_uuid(1, 1), _uuid(1, 0)))
     f = _write(tmp_path / "s1.jsonl", recs)
     whole, wwms = _read(dataclasses.replace(f, meta=WHOLE), batch_bytes=1024)
-    assert whole[-1]["session_id"] == "s1/sidechain-00000001"
+    assert whole[-1]["session_id"] == _session(1)
     mid = wwms[1]
     legacy = json.loads(json.dumps(mid.state))
     assert "scw" not in legacy and "sc" in legacy
     after, _ = _read(f, dataclasses.replace(mid, state=legacy), batch_bytes=1024)
-    assert after[-1]["session_id"] == "s1/sidechain-00000001"
+    assert after[-1]["session_id"] == _session(1)
     again = claude_code.ids_meta(f, legacy)
     assert again.meta[claude_code.SIDECHAIN_META] == "map"
     assert _ids(_read(again)[0]) == _ids(whole)
