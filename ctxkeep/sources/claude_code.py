@@ -130,8 +130,8 @@ KNOWN_BLOCKS = frozenset(
 )
 #: inline sidechains (v1.0.x Task sub-agents) are grouped by their chain's root uuid,
 #: looked up through the parent uuid: ``state["sc"]``. A file read since session 22
-#: keeps a window of the ``SIDECHAIN_WINDOW`` sidechain uuids last written or looked up
-#: (oldest out first; their roots' first 8 characters, what the session id takes) and
+#: keeps a window of the ``SIDECHAIN_WINDOW`` sidechain uuids last written (oldest out
+#: first; their roots' first 8 characters, what the session id takes) and
 #: says so in its state (``"scw"``: the window's size); a file a store read before
 #: keeps the whole map (``_SIDECHAIN_MAP_MAX`` uuids, the full roots), also when read
 #: again from byte 0 (``SIDECHAIN_META``, ``ids_meta``). The two give the same sessions
@@ -382,11 +382,13 @@ def _session(rec: dict, state: dict) -> tuple[str | None, str | None]:
 
 def _window_root(rec: dict, state: dict, window: int) -> str:
     """The first 8 characters of the root uuid of an inline-sidechain record's chain,
-    from the ``window`` sidechain uuids last written or looked up (``state["sc"]``,
-    uuid -> root[:8], least recent first; ``SIDECHAIN_WINDOW``); the record's uuid goes
-    in, the least recent out past ``window``. A parent not in the window (a chain's
-    first record, or one further back) makes the record a root, as the whole map does
-    for a parent it does not hold."""
+    from the ``window`` sidechain uuids last written (``state["sc"]``, uuid -> root[:8],
+    oldest first; ``SIDECHAIN_WINDOW``); the record's uuid goes in, the oldest out past
+    ``window``. A parent not in the window (a chain's first record, or one more than
+    ``window`` sidechain records back) makes the record a root, as the whole map does
+    for a parent it does not hold. A lookup does not keep a parent in: a chain's record
+    is a parent once, so kept it would push out twice as many uuids (9,000 chains
+    written round robin lost their parents at a 10,000-uuid window that way)."""
     sc = state.get("sc")
     if not isinstance(sc, OrderedDict):  # a dict from the watermark's JSON keeps its order
         sc = state["sc"] = OrderedDict(sc or ())
@@ -394,8 +396,6 @@ def _window_root(rec: dict, state: dict, window: int) -> str:
     root = sc.get(parent) if parent else None
     if root is None:
         root = (rec.get("uuid") or parent or "?")[:8]
-    else:
-        sc.move_to_end(parent)
     u = rec.get("uuid")
     if u:
         sc[u] = root

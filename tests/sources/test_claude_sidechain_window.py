@@ -17,7 +17,10 @@ from ctxkeep.sources.contract import SourceFile
 P = ".claude/projects/"
 #: the corpus's Claude Code files with inline sidechains: the real v1.0.98 one (405
 #: sidechain records, 5 chains) and the synthetic schema fixture (a branching chain)
-INLINE = [P + "sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl", P + "-fixtures-agent-sessions/small.jsonl"]
+INLINE = [
+    P + "sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+    P + "-fixtures-agent-sessions/small.jsonl",
+]
 WHOLE = {claude_code.SIDECHAIN_META: "map"}
 
 
@@ -95,17 +98,18 @@ def test_window_is_bounded_and_a_parent_past_it_starts_a_chain(tmp_path, monkeyp
     assert [e["session_id"] for e in whole][63] == _session(1)
 
 
-def test_a_lookup_keeps_a_parent_in_the_window(tmp_path, monkeypatch):
+def test_a_parent_window_records_back_is_found_one_more_is_not(tmp_path, monkeypatch):
     monkeypatch.setattr(claude_code, "SIDECHAIN_WINDOW", 50)
-    # a root, then 45 records of another chain, then a child of the root (refreshes it),
-    # 45 more of the other chain, then a second child of the root: 91 records back
+    # a root, 49 records of another chain, a child of the root (50 back: found), then a
+    # second child of the root (51 back, the first child's uuid pushed it out)
     recs = [_rec(_uuid(1, 0), None)]
-    recs += [_rec(_uuid(2, i), _uuid(2, i - 1) if i else None) for i in range(45)]
-    recs.append(_rec(_uuid(1, 1), _uuid(1, 0)))
-    recs += [_rec(_uuid(2, i), _uuid(2, i - 1)) for i in range(45, 90)]
-    recs.append(_rec(_uuid(1, 2), _uuid(1, 0)))
-    got, _ = _read(_write(tmp_path / "s1.jsonl", recs))
-    assert got[-1]["session_id"] == _session(1)
+    recs += [_rec(_uuid(2, i), _uuid(2, i - 1) if i else None) for i in range(49)]
+    recs += [_rec(_uuid(1, 1), _uuid(1, 0)), _rec(_uuid(1, 2), _uuid(1, 0))]
+    f = _write(tmp_path / "s1.jsonl", recs)
+    got, _ = _read(f)
+    assert [e["session_id"] for e in got[-2:]] == [_session(1), _session(1, 2)]
+    whole, _ = _read(dataclasses.replace(f, meta=WHOLE))
+    assert [e["session_id"] for e in whole[-2:]] == [_session(1), _session(1)]
 
 
 def test_window_resumed_from_each_watermark_gives_one_reads_ids(tmp_path, monkeypatch):
