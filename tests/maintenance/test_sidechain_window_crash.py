@@ -3,7 +3,9 @@
 ``SIDECHAIN_WINDOW``) lives in its watermark state, committed with the group's rows.
 A kill after a group's commit leaves a watermark inside the file whose window is the
 one at its offset (its most recent uuid is the last record's before the offset), and
-the next ingest reads on from there to the store of a run never killed.
+the next ingest reads on from there to the store of a run never killed. The kills land
+in the read, where the writer commits the file's two groups (the other phases of an
+ingest are the vault trials', ``test_vault_crash``).
 
 The file: 24 MB (two 16 MiB batches), 9,000 chains written round robin, so each
 record's parent is 9,000 sidechain records back: inside the 10,000-uuid window, which
@@ -13,13 +15,16 @@ out of order, loses parents and changes sessions)."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from ctxkeep.sources import claude_code
+from tests import phase_kill
 from tests.maintenance import test_vault_crash as vc
+from tests.store_digest import store_digest
 
 CHAINS = 9_000
 SID = "5e55104e-0000-4000-8000-000000000022"
@@ -54,37 +59,49 @@ def _home(home: Path, mb: int = 24) -> Path:
     return path
 
 
+#: where in the read (from the ingest's ``read`` mark to its ``written``: the writer
+#: commits the file's groups then) the trials kill, as fractions of the reference's
+FRACTIONS = (0.2, 0.35, 0.5, 0.65, 0.8)
+
+
 @pytest.mark.slow
 def test_sigkilled_ingests_of_a_sidechain_window_read_on_to_the_same_store(tmp_path):
     home = tmp_path / "home"
     path = _home(home)
     data = path.read_bytes()
-    inside: list[int] = []
-
-    def agrees(store: Path) -> None:
-        vc._agrees(store)
-        conn = sqlite3.connect(f"file:{store / 'store.db'}?mode=ro", uri=True)
-        try:
-            row = conn.execute("SELECT offset, state FROM watermarks WHERE path = ?", (str(path),)).fetchone()
-        finally:
-            conn.close()
-        if row is None or not 0 < row[0] < len(data):
-            return
-        offset, state = row[0], json.loads(row[1])
-        inside.append(offset)
-        window = state["sc"]
-        assert state["scw"] == claude_code.SIDECHAIN_WINDOW == len(window)
-        last = json.loads(data[: offset - 1].rsplit(b"\n", 1)[-1])
-        assert list(window)[-1] == last["uuid"]  # the window as at the offset
-
-    vc._kill_trials(home, tmp_path, seed=22, agrees=agrees)
-    ref = sqlite3.connect(f"file:{tmp_path / 'ref' / 'store.db'}?mode=ro", uri=True)
+    ref = tmp_path / "ref"
+    traced = vc._reference("ingest", home, ref)
+    want = store_digest(ref)
+    conn = sqlite3.connect(f"file:{ref / 'store.db'}?mode=ro", uri=True)
     try:
-        sessions = ref.execute(
+        sessions = conn.execute(
             "SELECT count(DISTINCT session_id) FROM entries WHERE session_id LIKE ?", (f"{SID}/sidechain-%",)
         ).fetchone()[0]
     finally:
-        ref.close()
+        conn.close()
     assert sessions == CHAINS  # every parent found in the window: one session per chain
-    print(f"watermarks inside the file after a kill: {inside}")
+    read = dict(phase_kill.phases(phase_kill.traced_marks(traced)))["read#1"]
+    inside: list[int] = []
+    for k, frac in enumerate(FRACTIONS):
+        store = tmp_path / f"s{k}"
+        if vc._killed("ingest", home, store, "read#1", read * frac) and vc._has_schema(store):
+            vc._agrees(store)
+            conn = sqlite3.connect(f"file:{store / 'store.db'}?mode=ro", uri=True)
+            try:
+                row = conn.execute(
+                    "SELECT offset, state FROM watermarks WHERE path = ?", (str(path),)
+                ).fetchone()
+            finally:
+                conn.close()
+            if row is not None and 0 < row[0] < len(data):
+                offset, state = row[0], json.loads(row[1])
+                inside.append(offset)
+                window = state["sc"]
+                assert state["scw"] == claude_code.SIDECHAIN_WINDOW == len(window)
+                last = json.loads(data[: offset - 1].rsplit(b"\n", 1)[-1])
+                assert list(window)[-1] == last["uuid"]  # the window as at the offset
+        assert vc._ingest(home, store)
+        assert store_digest(store) == want
+        shutil.rmtree(store)
+    print(f"\nwatermarks inside the file after a kill: {inside}")
     assert inside, "no trial was killed between the file's groups"
