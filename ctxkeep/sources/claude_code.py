@@ -54,8 +54,10 @@ Format facts (from real files in ``shared/corpus``, CC v1.0.17–v2.1.114):
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,7 +128,22 @@ KNOWN_TYPES = frozenset(
 KNOWN_BLOCKS = frozenset(
     {"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document"}
 )
+#: inline sidechains (v1.0.x Task sub-agents) are grouped by their chain's root uuid,
+#: looked up through the parent uuid: ``state["sc"]``. A file read since session 22
+#: keeps a window of the ``SIDECHAIN_WINDOW`` sidechain uuids last written (oldest out
+#: first; their roots' first 8 characters, what the session id takes) and
+#: says so in its state (``"scw"``: the window's size); a file a store read before
+#: keeps the whole map (``_SIDECHAIN_MAP_MAX`` uuids, the full roots), also when read
+#: again from byte 0 (``SIDECHAIN_META``, ``ids_meta``). The two give the same sessions
+#: unless a record's parent lies more than the window back: in the corpus's v1.0.x
+#: files a parent is at most 3 sidechain records back (1 in the real v1.0.98 file, 405
+#: sidechain records, 5 chains). The whole map was 9.3 MB of the watermark's JSON at a
+#: 1 GB single session, dumped and rewritten with every group's commit
 _SIDECHAIN_MAP_MAX = 200_000
+SIDECHAIN_WINDOW = 10_000
+#: the ``SourceFile.meta`` key that asks for the whole sidechain map (``"map"``) of a
+#: file a store read before the window (``ids_meta``)
+SIDECHAIN_META = "claude_sidechains"
 #: the ``SourceFile.meta`` key that asks for parser v4's ids, a record's uuid alone
 #: (``ids_meta``)
 IDS_META = "claude_ids"
@@ -299,13 +316,14 @@ def init_state(file: SourceFile) -> dict:
     for a copy such as compress's ``<id>.jsonl.backup``, its ``file_session`` meta),
     for sub-agent transcripts the sub-agent and parent session ids, and ``ids``: how
     records are keyed (``IDS_META``: ``"uuid"`` for a file a store keyed so, else
-    ``"session"``)."""
+    ``"session"``), and ``scw``: the inline-sidechain window's size, unless the file
+    keeps the whole map (``SIDECHAIN_META``)."""
     return {
         "file_session": file.meta.get("file_session") or file.path.stem,
         "sub": file.meta.get("subagent"),
         "parent": file.meta.get("parent_session"),
         "ids": "uuid" if file.meta.get(IDS_META) == "uuid" else "session",
-    }
+    } | ({} if file.meta.get(SIDECHAIN_META) == "map" else {"scw": SIDECHAIN_WINDOW})
 
 
 def legacy_ids(state: dict | None) -> bool:
@@ -320,14 +338,22 @@ def ids_meta(file: SourceFile, state: dict | None) -> SourceFile:
     it by uuid alone (``legacy_ids``), so a parse of it from byte 0 (a re-read, compress's
     and scrub's line checks, a reparse keeping a store's ids) gives the ids the store
     holds; else without it (the vault keeps a capture's meta, so a file the vault met
-    with it is keyed anew by a reparse that does not keep its old ids)."""
+    with it is keyed anew by a reparse that does not keep its old ids). The same for
+    ``SIDECHAIN_META`` when the state holds the whole inline-sidechain map
+    (``whole_sidechain_map``): the file's sidechain sessions stay those the store holds."""
+    meta = {k: v for k, v in file.meta.items() if k not in (IDS_META, SIDECHAIN_META)}
     if legacy_ids(state):
-        return SourceFile(file.agent, file.path, file.mode, {**file.meta, IDS_META: "uuid"})
-    if IDS_META in file.meta:
-        return SourceFile(
-            file.agent, file.path, file.mode, {k: v for k, v in file.meta.items() if k != IDS_META}
-        )
-    return file
+        meta[IDS_META] = "uuid"
+    if whole_sidechain_map(state):
+        meta[SIDECHAIN_META] = "map"
+    return file if meta == file.meta else SourceFile(file.agent, file.path, file.mode, meta)
+
+
+def whole_sidechain_map(state: dict | None) -> bool:
+    """True when a watermark's ``state`` holds the whole inline-sidechain map of a file
+    a store read before the window (``"sc"`` without ``"scw"``: ``SIDECHAIN_WINDOW``):
+    the file keeps it, so its sessions stay those the store holds."""
+    return state is not None and "sc" in state and "scw" not in state
 
 
 def _session(rec: dict, state: dict) -> tuple[str | None, str | None]:
@@ -339,6 +365,9 @@ def _session(rec: dict, state: dict) -> tuple[str | None, str | None]:
         return f"agent-{agent_id}", sid if sid != f"agent-{agent_id}" else state.get("parent")
     if rec.get("isSidechain"):
         # inline sidechain (v1.0.x Task sub-agents): group by the chain's root uuid
+        window = state.get("scw")
+        if window:
+            return f"{sid}/sidechain-{_window_root(rec, state, window)}", sid
         sc = state.setdefault("sc", {})
         parent = rec.get("parentUuid")
         root = sc.get(parent) if parent else None
@@ -349,6 +378,31 @@ def _session(rec: dict, state: dict) -> tuple[str | None, str | None]:
             sc[u] = root
         return f"{sid}/sidechain-{root[:8]}", sid
     return sid, None
+
+
+def _window_root(rec: dict, state: dict, window: int) -> str:
+    """The first 8 characters of the root uuid of an inline-sidechain record's chain,
+    from the ``window`` sidechain uuids last written (``state["sc"]``, uuid -> root[:8],
+    oldest first; ``SIDECHAIN_WINDOW``); the record's uuid goes in, the oldest out past
+    ``window``. A parent not in the window (a chain's first record, or one more than
+    ``window`` sidechain records back) makes the record a root, as the whole map does
+    for a parent it does not hold. A lookup does not keep a parent in: a chain's record
+    is a parent once, so kept it would push out twice as many uuids (9,000 chains
+    written round robin lost their parents at a 10,000-uuid window that way)."""
+    sc = state.get("sc")
+    if not isinstance(sc, OrderedDict):  # a dict from the watermark's JSON keeps its order
+        sc = state["sc"] = OrderedDict(sc or ())
+    parent = rec.get("parentUuid")
+    root = sc.get(parent) if parent else None
+    if root is None:
+        root = (rec.get("uuid") or parent or "?")[:8]
+    u = rec.get("uuid")
+    if u:
+        sc[u] = root
+        sc.move_to_end(u)
+        if len(sc) > window:
+            sc.popitem(last=False)
+    return root
 
 
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
@@ -565,10 +619,27 @@ def keep_ids(reader):
     def read(
         file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
     ) -> Iterator[Batch]:
-        return reader(file if wm is None else ids_meta(file, wm.state), wm, batch_bytes)
+        for b in reader(file if wm is None else ids_meta(file, wm.state), wm, batch_bytes):
+            yield _window_at(b)
 
     read.__doc__ = reader.__doc__
     return read
+
+
+def _window_at(b: Batch) -> Batch:
+    """``b`` with its watermark's state copied as it is at the batch's end when it holds
+    an inline-sidechain window (``"scw"``): the reader's state is one dict, parsed on
+    while the batch waits to be stored (read ahead, held for a flush's redaction), and a
+    window stored from later on has let go of uuids the lines after the watermark need
+    (the whole map only grows, so a later one held every earlier uuid). ~60 batches per
+    GB (16 MiB each), a copy of ``SIDECHAIN_WINDOW`` pairs each."""
+    wm = b.watermark
+    if wm is not None and "scw" in wm.state:
+        state = dict(wm.state)
+        if "sc" in state:
+            state["sc"] = dict(state["sc"])  # in order: least recent first
+        b.watermark = dataclasses.replace(wm, state=state)
+    return b
 
 
 #: new lines of one transcript into entry dicts (``parse_record``; ``keep_ids``)
