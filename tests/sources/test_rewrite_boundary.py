@@ -100,3 +100,26 @@ def test_an_old_watermark_without_the_key_ends_a_line(tmp_path):
         fh.seek(len(head + old) - 1)
         fh.write(b" ")
     assert jsonl.start_offset(f, os.stat(f), wm, wm.parser_version)[2] == "rewritten"
+
+
+def test_each_batch_watermark_hashes_the_bytes_before_its_own_offset(tmp_path):
+    """A batch's watermark keeps the tail hash of its own offset, not of a later batch's
+    (rss22: every watermark shared the reader's live state dict, so a watermark the writer
+    stored while the reader had read on carried a later ``_tail``, and after a kill the
+    file was read again from byte 0)."""
+    from ctxkeep.sources.contract import SourceFile
+
+    f = tmp_path / "s.jsonl"
+    data = b"".join(_line(i, "z" * 300) for i in range(40))
+    f.write_bytes(data)
+    batches = list(
+        jsonl.read_jsonl(
+            SourceFile("claude-code", f, "append"), None, 1, lambda rec, off, lh, st: [], batch_bytes=2048
+        )
+    )  # all read before any is looked at, as a writer behind the reader sees them
+    offsets = [b.watermark.offset for b in batches]
+    assert len(set(offsets)) >= 5, offsets
+    for b in batches:
+        off = b.watermark.offset
+        want = jsonl.tail_hash(data[max(0, off - jsonl.TAIL_BYTES) : off])
+        assert b.watermark.state[jsonl.TAIL_KEY] == want, off

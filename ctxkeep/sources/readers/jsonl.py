@@ -770,11 +770,15 @@ def _watermark(
 ) -> Watermark:
     head_len = min(HEAD_BYTES, pos)
     hh = hashlib.sha256(os.pread(fd, head_len, 0)).hexdigest() if head_len else ""
+    # a copy: the reader parses on while this batch waits for the writer, and a
+    # watermark that shared its live state carried a later batch's ``_tail`` (after a
+    # kill the file was then read again from byte 0: rss22). Shallow: a nested value a
+    # parser grows in place (Claude Code's whole sidechain map) is still shared, a later
+    # superset, as every key was before
+    state = {k: v for k, v in state.items() if k != TAIL_KEY}
     if pos:  # the bytes before the offset, for ``start_offset``'s rewrite check
         n = min(TAIL_BYTES, pos)
         state[TAIL_KEY] = tail_hash(os.pread(fd, n, pos - n))
-    else:
-        state.pop(TAIL_KEY, None)
     return Watermark(
         path=str(file.path),
         agent=file.agent,
