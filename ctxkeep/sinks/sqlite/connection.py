@@ -278,6 +278,9 @@ def ensure_schema(conn: sqlite3.Connection) -> tuple[str, str]:
             # read again in the transaction: another writer may have upgraded it meanwhile
             ran = migrate(conn, schema_version(conn))
             ddl.create_all(conn)
+            if ran:  # a step may have changed usage before its log triggers existed:
+                # DuckDB's next sync compares every row (``duckdb_store._logged_changes``)
+                conn.execute("INSERT INTO usage_log(usage_key) VALUES(NULL)")
             conn.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)", (str(ddl.SCHEMA_VERSION),))
             ident = ensure_identity(conn)
             ddl.set_ranks(conn)
