@@ -239,7 +239,12 @@ class AnalyticsSyncer:
                         appends.synced()
                     got = r["entries_synced"]
                     if final:
-                        self.marks = (r["entries_rowid"], r["status_seq"], r.get("prices_stamp"), r.get("usage_log_seq"))
+                        self.marks = (
+                            r["entries_rowid"],
+                            r["status_seq"],
+                            r.get("prices_stamp"),
+                            r.get("usage_log_seq"),
+                        )
                 else:
                     self.appended += got
                 self.synced += got
