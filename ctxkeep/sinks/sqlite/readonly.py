@@ -45,8 +45,8 @@ def roll_back_hot_journal(path: Path) -> None:
         ) from None
 
 
-def open_ro(path: Path, *, immutable: bool = False, **connect: object) -> sqlite3.Connection:
-    """``path`` opened ``mode=ro`` (``sqlite3.connect(uri=True, **connect)``; with
+def open_ro(path: Path, *, immutable: bool = False, timeout: float = 5.0) -> sqlite3.Connection:
+    """``path`` opened ``mode=ro`` (``sqlite3.connect``'s ``timeout``, seconds; with
     ``immutable``, ``&immutable=1``: no journal or WAL is read, nothing to roll back),
     a hot rollback journal beside it rolled back first (``roll_back_hot_journal``). The
     file is read once here (SQLite opens it lazily); another failure of that read is
@@ -54,7 +54,7 @@ def open_ro(path: Path, *, immutable: bool = False, **connect: object) -> sqlite
     when the journal cannot be rolled back (a read-only mount), sqlite3.Error as
     ``sqlite3.connect``."""
     uri = f"{Path(os.path.abspath(path)).as_uri()}?mode=ro{'&immutable=1' if immutable else ''}"
-    conn = sqlite3.connect(uri, uri=True, **connect)  # type: ignore[arg-type]
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout)
     if immutable:
         return conn
     try:
@@ -67,5 +67,5 @@ def open_ro(path: Path, *, immutable: bool = False, **connect: object) -> sqlite
             return conn
         conn.close()
         roll_back_hot_journal(Path(path))
-        conn = sqlite3.connect(uri, uri=True, **connect)  # type: ignore[arg-type]
+        conn = sqlite3.connect(uri, uri=True, timeout=timeout)
     return conn
