@@ -17,6 +17,8 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ctxkeep.sinks.files import fsync_dir
+
 BACKUP_MARK = ".ctxkeep-backup-"
 
 
@@ -64,7 +66,7 @@ def prune(path: Path, keep: Path | None = None) -> list[Path]:
             continue
         gone.append(b)
     if gone:
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     return gone
 
 
@@ -105,23 +107,10 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
         except FileNotFoundError:
             pass
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def remove(path: Path) -> None:
     """Delete ``path`` (a settings file ctxkeep created and that now holds nothing)."""
     path.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(d: Path) -> None:
-    try:
-        fd = os.open(d, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. Windows cannot open a directory
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
+    fsync_dir(path.parent)

@@ -179,7 +179,13 @@ def unchanged(home: Path, path: Path) -> bool:
         st = path.stat()
     except OSError:
         return False
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    from ctxkeep.errors import StoreError
+    from ctxkeep.sinks.sqlite.readonly import open_ro
+
+    try:
+        conn = open_ro(db)  # (a killed first ingest's hot journal rolled back)
+    except (sqlite3.Error, StoreError):
+        return False
     try:
         r = conn.execute(
             "SELECT size, mtime_ns, offset, ino FROM watermarks WHERE path = ?", (str(path),)

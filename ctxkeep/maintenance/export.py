@@ -241,7 +241,9 @@ def _open_analytics(conn: sqlite3.Connection, home: Path):
         ) from e
     try:
         r = duckdb_store.sync(conn, home, con=con)
-        sqlite_store.mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"], r.get("prices_stamp"))
+        sqlite_store.mark_analytics_synced(
+            conn, r["entries_rowid"], r["status_seq"], r.get("prices_stamp"), r.get("usage_log_seq")
+        )
         con.execute("SET TimeZone = 'UTC'")
     except BaseException:
         con.close()

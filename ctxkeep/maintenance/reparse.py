@@ -54,6 +54,7 @@ from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import ddl as sqlite_ddl
 from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sinks.sqlite import requarantine
+from ctxkeep.sinks.sqlite.readonly import open_ro
 from ctxkeep.sinks.vault import manifest
 from ctxkeep.sources import as_stored
 from ctxkeep.sources.contract import SourceFile, Watermark
@@ -286,7 +287,7 @@ def _rows_read(conn, home: Path, db: str, gens: list[manifest.Generation], work:
 
 
 def _copy_store(home: Path, dest: Path) -> None:
-    src = sqlite3.connect(f"file:{home / STORE_DB}?mode=ro", uri=True)
+    src = open_ro(home / STORE_DB)
     dst = sqlite3.connect(dest)
     try:
         src.backup(dst)

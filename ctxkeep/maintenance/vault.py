@@ -333,9 +333,9 @@ def vault_repair(home: Path, dry_run: bool = False, timeout: float = 0) -> dict:
     "bytes", "removed", "removable", "why"}], "removed", "removed_bytes", "kept",
     "dry_run"}``."""
     from ctxkeep.sinks import recovery
+    from ctxkeep.sinks.files import fsync_dir
     from ctxkeep.sinks.lock import hold
     from ctxkeep.sinks.vault import capture
-    from ctxkeep.sinks.vault.packs import _fsync_dir
 
     home = Path(home)
     rows = []
@@ -352,7 +352,7 @@ def vault_repair(home: Path, dry_run: bool = False, timeout: float = 0) -> dict:
             removed = False
             if removable and not dry_run:
                 path.unlink(missing_ok=True)
-                _fsync_dir(path.parent)
+                fsync_dir(path.parent)
                 removed = True
             rows.append(
                 {"path": str(path), "bytes": size, "removable": removable, "removed": removed, "why": why}

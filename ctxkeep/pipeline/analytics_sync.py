@@ -57,7 +57,9 @@ def sync_analytics(conn, home: Path) -> str:
 
     try:
         r = duckdb_store.sync(conn, home)
-        sqlite_store.mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"], r.get("prices_stamp"))
+        sqlite_store.mark_analytics_synced(
+            conn, r["entries_rowid"], r["status_seq"], r.get("prices_stamp"), r.get("usage_log_seq")
+        )
         return f"analytics: {r['entries_synced']} entries synced"
     except Exception as e:  # a notebook holding the file must not fail the ingest
         if store_safety.is_corruption(e):  # SQLite read a damaged page: the store's matter
@@ -111,7 +113,7 @@ class AnalyticsSyncer:
         self.appended = 0
         self.note = ""
         #: (entries rowid, status_log seq) DuckDB holds after a complete closing sync
-        self.marks: tuple[int, int, str | None] | None = None
+        self.marks: tuple[int, int, str | None, int | None] | None = None
         #: the usage keys the run's groups may have updated in place: a set the caller
         #: has the writer fill (``load_batch``'s ``usage_held``: ``engine.ingest_files``),
         #: or None. With it, the closing sync of a run whose steps filled an empty
@@ -237,7 +239,12 @@ class AnalyticsSyncer:
                         appends.synced()
                     got = r["entries_synced"]
                     if final:
-                        self.marks = (r["entries_rowid"], r["status_seq"], r.get("prices_stamp"))
+                        self.marks = (
+                            r["entries_rowid"],
+                            r["status_seq"],
+                            r.get("prices_stamp"),
+                            r.get("usage_log_seq"),
+                        )
                 else:
                     self.appended += got
                 self.synced += got

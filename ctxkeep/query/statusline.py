@@ -212,13 +212,15 @@ def _watermark(home: Path, path: Path) -> tuple[int, int | None]:
     (``sources.readers.jsonl``: its watermark's ``state["_unended"]``; None: none)."""
     import sqlite3
 
+    from ctxkeep.errors import StoreError
     from ctxkeep.sinks.files import STORE_DB
+    from ctxkeep.sinks.sqlite.readonly import open_ro
 
     db = home / STORE_DB
     if not db.is_file():
         return 0, None
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
+        conn = open_ro(db, timeout=0.2)  # (a killed first ingest's hot journal rolled back)
         try:
             row = conn.execute(
                 "SELECT offset, CASE WHEN json_valid(state) THEN json_extract(state, '$._unended.len') END "
@@ -227,7 +229,8 @@ def _watermark(home: Path, path: Path) -> tuple[int, int | None]:
             ).fetchone()
         finally:
             conn.close()
-    except sqlite3.Error:  # held or damaged: the tail is then the whole file's end
+    except (sqlite3.Error, StoreError):  # held, damaged or a journal left on a read-only
+        # mount: the tail is then the whole file's end
         return 0, None
     if not row:
         return 0, None

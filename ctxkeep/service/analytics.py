@@ -42,10 +42,13 @@ def open_store(store: str | Path | None, *, wait: float = 0.0):
 
 def open_lite(home: Path) -> sqlite3.Connection:
     """A read-only sqlite3 connection to ``<home>/store.db`` (the app opens one again
-    when a reparse, reindex or restore put a new store in place)."""
+    when a reparse, reindex or restore put a new store in place); a hot journal a killed
+    writer left is rolled back first (``readonly.open_ro``; StoreError on a read-only
+    mount)."""
     from ctxkeep.sinks.files import STORE_DB
+    from ctxkeep.sinks.sqlite.readonly import open_ro
 
-    return sqlite3.connect(f"file:{Path(home) / STORE_DB}?mode=ro", uri=True)
+    return open_ro(Path(home) / STORE_DB)
 
 
 def agents_of(duck) -> list[str]:

@@ -27,11 +27,14 @@ Named in their own modules, not here: the hooks' ``hook-queue.jsonl``,
 ``hook-worker.lock`` and ``hooks.log`` (``hooks.worker``) and the status line's cache
 ``statusline.json`` (``query.statusline``).
 
-Nothing here opens a file: importing it costs nothing.
+Nothing here opens a file on import: importing it costs nothing. ``fsync_dir`` is the
+one directory fsync of ctxkeep's durable renames (the store's compaction, the vault's
+packs, compress's rewrites, the hooks' settings writes).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 STORE_DB = "store.db"
@@ -99,3 +102,24 @@ def store_files(home: Path) -> dict[str, int]:
         if (home / d).is_dir():
             out[d + "/"] = sum(p.stat().st_size for p in (home / d).rglob("*") if p.is_file())
     return out
+
+
+def fsync_dir(d: Path, *, strict: bool = False) -> None:
+    """fsync the directory ``d``, so that a rename or a new file in it is durable.
+    Without ``strict`` a directory that cannot be opened or synced is left as it is (a
+    platform without directory fsync, e.g. Windows; the rename itself stands); with it
+    (the store's compaction: its swap must be durable before the old file goes) the
+    OSError is raised."""
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:
+        if strict:
+            raise
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        if strict:
+            raise
+    finally:
+        os.close(fd)

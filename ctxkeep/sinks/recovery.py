@@ -99,7 +99,9 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
         from ctxkeep.sinks import duckdb as duckdb_store
 
         r = duckdb_store.sync(conn, Path(home), rebuild=True)
-        mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"], r.get("prices_stamp"))
+        mark_analytics_synced(
+            conn, r["entries_rowid"], r["status_seq"], r.get("prices_stamp"), r.get("usage_log_seq")
+        )
         note = f"analytics rebuilt: {r['entries_synced']:,} entries"
         return True, note + _dropped_note(before, analytics_objects(Path(home)))
     except Exception as e:
@@ -155,7 +157,9 @@ def sync_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
         from ctxkeep.sinks import duckdb as duckdb_store
 
         r = duckdb_store.sync(conn, Path(home))
-        mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"], r.get("prices_stamp"))
+        mark_analytics_synced(
+            conn, r["entries_rowid"], r["status_seq"], r.get("prices_stamp"), r.get("usage_log_seq")
+        )
         return True, f"analytics: {r['entries_synced']} entries synced"
     except Exception as e:
         if store_safety.is_corruption(e):

@@ -48,7 +48,7 @@ def test_a_new_store_holds_exactly_the_registry(store_home):
         # v10: the session index without ts; the chunks are a view's too
         assert [r[2] for r in conn.execute("PRAGMA index_info(entries_session)")] == ["session_id"]
         assert _objects(conn, "view") == {"entries", "chunks"}
-        assert _objects(conn, "trigger") == set(ddl.ENTRIES_TRIGGERS)
+        assert _objects(conn, "trigger") == set(ddl.ENTRIES_TRIGGERS) | set(ddl.USAGE_LOG_TRIGGERS)
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
             ddl.SCHEMA_VERSION
         )

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxkeep.errors import CtxkeepError
+from ctxkeep.sinks.files import fsync_dir
 from ctxkeep.sources.readers.jsonl import parse_line
 
 BACKUP_SUFFIX = ".backup"
@@ -100,20 +101,6 @@ def read_state(path: Path) -> tuple[bytes, FileState]:
         st = os.fstat(f.fileno())
         data = f.read()
     return data, FileState.of(st, hashlib.sha256(data).hexdigest())
-
-
-def fsync_dir(d: Path) -> None:
-    """fsync a directory so a rename in it is durable (no-op where unsupported)."""
-    try:
-        fd = os.open(d, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _tmp_path(path: Path, what: str) -> Path:

@@ -24,6 +24,9 @@ Tables:
   (``transforms.grams``; rowid = chunk_id) and the same ``facets``; rank
   ``bm25(1.0, 0.0)``;
 - ``usage``: one row per counted API response (``usage_key``);
+- ``usage_log``: the usage keys updated in place or deleted, logged by triggers
+  (``ddl.USAGE_LOG_TRIGGERS``), so the DuckDB sync compares only them and the rows
+  above its rowid mark (``sinks.duckdb.sync_usage``);
 - ``coverage``: the coverage ledger (v12, ``coverage``): per session file and agent
   version, records seen, parsed, quarantined, types not understood;
 - ``watermarks``, ``quarantine``, ``runs`` (``runs.recorded_run``), ``tombstones``,

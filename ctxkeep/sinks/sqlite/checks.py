@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ctxkeep.sinks.sqlite.lookup import uuid_keyed_files
 from ctxkeep.sinks.sqlite.params import in_parts
+from ctxkeep.sinks.sqlite.readonly import open_ro
 from ctxkeep.sinks.sqlite.sync_marks import analytics_behind
 
 #: the FTS5 tables FTS5's ``integrity-check`` command runs on
@@ -21,7 +22,7 @@ FTS_TABLES = ("fts_words", "fts_grams", "fts_symbols")
 
 
 def _ro(path: Path, immutable: bool = False) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro{'&immutable=1' if immutable else ''}", uri=True)
+    return open_ro(path, immutable=immutable)
 
 
 def integrity(db: Path, *, full: bool = False, immutable: bool = False) -> list[str]:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ctxkeep.errors import StoreBusy, StoreError
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.sinks.files import STORE_DB
+from ctxkeep.sinks.files import STORE_DB, fsync_dir
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite.copies import copy_problem
 from ctxkeep.sinks.sqlite.intents import kill_point
@@ -137,7 +137,7 @@ def compact(home: Path, *, timeout: float = -1, dry_run: bool = False) -> dict:
             Path(f"{db}{side}").unlink(missing_ok=True)
         kill_point("compact", "sidecars")
         os.replace(tmp, db)
-        _fsync_dir(home)
+        fsync_dir(home, strict=True)
         kill_point("compact", "renamed")
     after = db.stat().st_size
     return {
@@ -160,14 +160,6 @@ def _finish_copy(path: Path) -> None:
         c.close()
     os.chmod(path, 0o600)
     fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(d: Path) -> None:
-    fd = os.open(d, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:

@@ -33,6 +33,8 @@ from ctxkeep.errors import StoreBusy, StoreError
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.sqlite import ddl, store_safety
 from ctxkeep.sinks.sqlite.migrations import ensure_identity, frees_space, migrate, phase, phases
+from ctxkeep.sinks.sqlite.readonly import BUSY_TIMEOUT_MS
+from ctxkeep.sinks.sqlite.readonly import roll_back_hot_journal as _roll_back_hot_journal
 from ctxkeep.sinks.sqlite.store_safety import damaged
 
 log = logging.getLogger(__name__)
@@ -60,8 +62,6 @@ WAL_LIMIT_BYTES = 64 * 1024 * 1024
 #: alternating connections: CPU 6.5 -> 5.9 s, p95 29.5 -> 25.9 ms (load 8). The pages
 #: touched count in the reader's RSS as shared file pages, which the OS can drop.
 READ_MMAP_BYTES = 1 << 31
-#: busy timeout of every connection, milliseconds
-BUSY_TIMEOUT_MS = 30000
 #: the oldest schema a reader can search: v10, whose entries the search reads by file and
 #: content id (``entry_rows``, v9) and whose chunks through the ``chunks`` view (v10);
 #: older stores are upgraded by the first writable open (``ctxkeep ingest``). A v10
@@ -105,33 +105,6 @@ def _open_readonly(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(
         f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None, check_same_thread=False
     )
-
-
-def _roll_back_hot_journal(path: Path) -> None:
-    """Roll back the hot journal (``store.db-journal``) a killed writer left, which a
-    ``mode=ro`` connection refuses (SQLITE_READONLY_ROLLBACK, "attempt to write a
-    readonly database"). A store only ever has one in its first moments: switching a new
-    file to WAL always goes through a rollback journal (SQLite's OP_JournalMode; the
-    vault's SIGKILL trials met it in CI when a first ingest was killed in that switch).
-    The rollback is SQLite's own recovery, which any writable open runs (it takes the
-    file's exclusive lock; a live writer's journal is not hot): a writable connection
-    reads once and closes. Raises StoreError when the store cannot be opened writable
-    (a read-only mount or folder); sqlite3.DatabaseError when SQLite finds the file
-    damaged after the rollback."""
-    uri = Path(os.path.abspath(path)).as_uri()
-    try:
-        rw = sqlite3.connect(f"{uri}?mode=rw", uri=True, isolation_level=None)
-        try:
-            rw.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            rw.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-        finally:
-            rw.close()
-    except sqlite3.OperationalError as e:
-        raise StoreError(
-            f"a killed write left {path.name}-journal to roll back, and the store is read-only here ({e})",
-            where=str(path),
-            hint="run `ctxkeep ingest` once where the store is writable",
-        ) from None
 
 
 def connect(
@@ -278,6 +251,9 @@ def ensure_schema(conn: sqlite3.Connection) -> tuple[str, str]:
             # read again in the transaction: another writer may have upgraded it meanwhile
             ran = migrate(conn, schema_version(conn))
             ddl.create_all(conn)
+            if ran:  # a step may have changed usage before its log triggers existed:
+                # DuckDB's next sync compares every row (``duckdb_store._logged_changes``)
+                conn.execute("INSERT INTO usage_log(usage_key) VALUES(NULL)")
             conn.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)", (str(ddl.SCHEMA_VERSION),))
             ident = ensure_identity(conn)
             ddl.set_ranks(conn)

@@ -166,6 +166,13 @@ TABLES: dict[str, str] = {
   scope TEXT, value TEXT, created_at TEXT, PRIMARY KEY(scope, value))""",
     "status_log": """CREATE TABLE IF NOT EXISTS status_log(
   seq INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, status TEXT NOT NULL, changed_at TEXT)""",
+    # the usage keys updated in place or deleted (``USAGE_LOG_TRIGGERS``): what a DuckDB
+    # sync compares beside the rows above its rowid mark (``sinks.duckdb.sync_usage``);
+    # ``gone_rowid``: a deleted row's rowid (a new row may take it again); a NULL key:
+    # compare every row (a migration ran); rows below the seq DuckDB holds are pruned
+    # (``sync_marks.mark_analytics_synced``), the last kept (its seq is the mark)
+    "usage_log": """CREATE TABLE IF NOT EXISTS usage_log(
+  seq INTEGER PRIMARY KEY, usage_key TEXT, gone_rowid INTEGER)""",
     # entry ids retention moved to the Parquet archive (``sinks.parquet``)
     "archived": "CREATE TABLE IF NOT EXISTS archived(entry_id TEXT PRIMARY KEY, archived_at TEXT)",
     # values compress moved out of kept lines of a session file (``media``)
@@ -315,6 +322,21 @@ ENTRIES_TRIGGERS: dict[str, str] = {
     "DELETE FROM entry_rows WHERE rowid = OLD.rowid;\nEND",
 }
 
+#: AFTER triggers that log every in-place change of ``usage`` (UPDATE: the old key, and
+#: the new one when it differs; DELETE: the key and its rowid) in ``usage_log``, whatever
+#: the path (an ingest's upsert, purge, retention, a migration's re-keying, doctor, a
+#: wholly new statement), so that DuckDB's sync compares only those rows and the rows
+#: above the rowid it holds (an insert gets a new rowid: not logged). In the schema
+#: from session 23 without a version (added by ``create_all`` on a writable open, as
+#: ``usage_log``; an older ctxkeep writing the store fires them too)
+USAGE_LOG_TRIGGERS: dict[str, str] = {
+    "usage_logged_update": "CREATE TRIGGER IF NOT EXISTS usage_logged_update AFTER UPDATE ON usage BEGIN\n"
+    "INSERT INTO usage_log(usage_key) VALUES(OLD.usage_key);\n"
+    "INSERT INTO usage_log(usage_key) SELECT NEW.usage_key WHERE NEW.usage_key IS NOT OLD.usage_key;\nEND",
+    "usage_logged_delete": "CREATE TRIGGER IF NOT EXISTS usage_logged_delete AFTER DELETE ON usage BEGIN\n"
+    "INSERT INTO usage_log(usage_key, gone_rowid) VALUES(OLD.usage_key, OLD.rowid);\nEND",
+}
+
 #: the default rank (BM25 column weights) of each FTS table, set by ``set_ranks``
 FTS_RANKS: dict[str, str] = {
     "fts_words": f"bm25({TITLE_WEIGHT}, 1.0, 0.0)",
@@ -377,6 +399,7 @@ DDL = (
             ENTRIES_VIEW,
             CHUNKS_VIEW,
             *ENTRIES_TRIGGERS.values(),
+            *USAGE_LOG_TRIGGERS.values(),
             *INDEXES.values(),
             *(f"DROP INDEX IF EXISTS {name}" for name in DROPPED_INDEXES),
         ]
@@ -395,6 +418,7 @@ def create_all(conn: sqlite3.Connection) -> None:
         ENTRIES_VIEW,
         CHUNKS_VIEW,
         *ENTRIES_TRIGGERS.values(),
+        *USAGE_LOG_TRIGGERS.values(),
         *INDEXES.values(),
     ):
         conn.execute(stmt)
@@ -414,6 +438,7 @@ __all__ = [
     "DDL",
     "DROPPED_INDEXES",
     "ENTRIES_TRIGGERS",
+    "USAGE_LOG_TRIGGERS",
     "ENTRIES_VIEW",
     "ENTRY_ROW_COLUMNS",
     "FTS_RANKS",

@@ -34,6 +34,7 @@ from ctxkeep.paths import under_sql
 from ctxkeep.sinks.sqlite import write
 from ctxkeep.sinks.sqlite.ddl import ID_TABLES
 from ctxkeep.sinks.sqlite.fts import delete_chunk_rows, prune_vocab, rebuild_fts_tables
+from ctxkeep.sinks.sqlite.readonly import open_ro
 from ctxkeep.transforms.grams import vocab_terms
 
 _TEMP_TABLES = ("_p_entries", "_p_sessions", "_p_contents", "_p_files")
@@ -130,7 +131,7 @@ def store_counts(db: Path) -> dict:
     """The whole store's rows, from a read-only connection to ``db`` (a wipe's
     preview): ``{"entries", "sessions", "contents", "chunks", "usage", "quarantine"}``.
     Raises sqlite3.Error for a store that cannot be read."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = open_ro(db)  # (a hot journal rolled back first)
     try:
         one = lambda q: conn.execute(q).fetchone()[0]  # noqa: E731
         return {

@@ -32,17 +32,25 @@ def prices_stamp(home: Path) -> str:
 
 
 def mark_analytics_synced(
-    conn: sqlite3.Connection, entries_rowid: int, status_seq: int, prices: str | None = None
+    conn: sqlite3.Connection,
+    entries_rowid: int,
+    status_seq: int,
+    prices: str | None = None,
+    usage_seq: int | None = None,
 ) -> None:
     """Record how far DuckDB holds SQLite (``duckdb_store.sync``'s return), so that
     ``analytics_behind`` can tell without opening DuckDB; ``prices``: the
     ``prices_stamp`` its usage was priced with (a sync that priced nothing leaves the last
-    one). Own transaction."""
+    one); ``usage_seq``: the ``usage_log`` seq DuckDB's usage now holds (its
+    ``usage_log_seq``): the log rows below it are deleted, the one at it kept (its seq
+    is the mark: a new row gets the next). Own transaction."""
     marks = [("analytics_entries_rowid", str(entries_rowid)), ("analytics_status_seq", str(status_seq))]
     if prices is not None:
         marks.append(("analytics_prices", prices))
     with write(conn):
         conn.executemany("INSERT OR REPLACE INTO meta VALUES(?, ?)", marks)
+        if usage_seq:
+            conn.execute("DELETE FROM usage_log WHERE seq < ?", (usage_seq,))
 
 
 def analytics_behind(conn: sqlite3.Connection, home: Path | None = None) -> bool:

@@ -33,7 +33,7 @@ from typing import BinaryIO
 import zstandard
 
 from ctxkeep.errors import CtxkeepError
-from ctxkeep.sinks.files import VAULT_DIR
+from ctxkeep.sinks.files import VAULT_DIR, fsync_dir
 
 #: zstd level of the vault's objects (3: zstd's default; ~10x on session JSONL)
 ZSTD_LEVEL = 3
@@ -140,21 +140,8 @@ def write_pack(home: Path, b: PackBuilder) -> tuple[str, int] | None:
         raise
     os.close(fd)
     os.replace(tmp, dest)
-    _fsync_dir(dest.parent)
+    fsync_dir(dest.parent)
     return name, len(data)
-
-
-def _fsync_dir(d: Path) -> None:
-    try:
-        fd = os.open(d, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def read_object(home: Path, pack: str, offset: int, stored: int, raw: int, sha: bytes) -> bytes:
