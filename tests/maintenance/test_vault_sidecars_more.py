@@ -254,7 +254,13 @@ def test_a_symlink_out_of_the_agents_folder_is_refused(tmp_path, monkeypatch, ag
 
     transcript = user / (case.of if agent != "kiro-ide" else f"{KIRO_WS}/{KIRO_SID}.json")
     p = plan(tmp_path / "store2", None, paths=[transcript], ctx=_ctx(user))
-    assert str(side) not in {str(f.path) for f, _ in p.todo}
+    todo = {str(f.path): f.agent for f, _ in p.todo}
+    assert todo[str(transcript)] == agent and str(side) not in todo
+    # (the link gone, the file itself comes with the transcript)
+    side.unlink()
+    shutil.copyfile(outside, side)
+    p = plan(tmp_path / "store2", None, paths=[transcript], ctx=_ctx(user))
+    assert {str(f.path): f.agent for f, _ in p.todo}.get(str(side)) == agent
 
 
 def test_todo_lists_are_tied_to_their_session_and_come_with_its_path(tmp_path, monkeypatch):
