@@ -180,6 +180,12 @@ def test_vaulted_counted_revaulted_and_restored_byte_for_byte(tmp_path, monkeypa
     assert str(side) in {f["to"] for f in dry["files"]}
     for p in case.gone:
         shutil.rmtree(user / p)
+    # doctor counts it among the files gone (its watermark, as any sidecar's)
+    gone = [p for p in held if not Path(p).exists()]
+    assert str(side) in gone
+    r = runner.invoke(app, ["doctor", "--json", "--home", str(store)])
+    wm = next(f for f in json.loads(r.stdout)["findings"] if f["check"] == "watermarks")
+    assert wm["detail"].startswith(f"{len(gone)} files gone"), wm
     _cli("vault", "restore", case.session, "--home", str(store))
     got = _tree(user)
     assert got[case.sidecar] == want[case.sidecar]
