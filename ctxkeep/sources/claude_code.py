@@ -206,8 +206,9 @@ def sidecar_kind(path: Path) -> str | None:
 #: ``todos/<session id>-agent-<agent id>.json`` (the main thread's agent id is the
 #: session id; a sub-agent's list carries its own id), one JSON array of ``{content,
 #: status (pending | in_progress | completed), activeForm}`` (older lists: ``id``,
-#: ``priority``), rewritten whole on each TodoWrite call (``[]`` once every item is
-#: completed) and deleted with the session by the ``cleanupPeriodDays`` sweep. No todo
+#: ``priority``: Claude Code 1.0's TodoWrite schema), rewritten whole on each TodoWrite
+#: call (``[]`` once every item is completed); it goes with its session (session tools delete a session's lists with
+#: its transcript: ``claudeSessionFiles`` below), so only the vault keeps it. No todo
 #: file is in ``shared/corpus``; sources: santaclaude2025/confab
 #: ``pkg/discovery`` (``findTodoFiles``: "Todos are stored in ~/.claude/todos/ as
 #: {sessionID}-agent-{agentID}.json", the main session's agent id its session id), a

@@ -134,7 +134,7 @@ def discover(ctx: DiscoveryContext) -> Discovery:
                 d.add(p, MODE)
             else:
                 side = index_sidecar(p)
-                d.add(p, side.mode, side.meta)
+                d.add(p, sidecar.MODE, side.meta)
         d.add_glob(root, ["*/*.chat"], MODE)
     d.explain_empty(roots(ctx)[0], "no Kiro IDE workspace-sessions/*/<id>.json or <hash>/*.chat found")
     return d

@@ -135,7 +135,7 @@ def discover_tasks(
                 p = t / name
                 d.add(p, "rewrite", {"task": t.name})
             for side in task_sidecars(t, agent):
-                d.add(side.path, side.mode, side.meta)
+                d.add(side.path, sidecar.MODE, side.meta)
     if not d.searched:
         d.searched = [user_dirs(ctx)[0] / "globalStorage" / ext_ids[0] / "tasks"]
         d.reason = "no " + " / ".join(ext_ids) + " task folder in any VS Code, Cursor or Windsurf user dir"
