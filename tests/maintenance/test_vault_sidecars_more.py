@@ -174,12 +174,12 @@ def test_vaulted_counted_revaulted_and_restored_byte_for_byte(tmp_path, monkeypa
     assert _bytes(store, side) == [first, side.read_bytes()]
     # the agent deletes the session: the restore of it gives every file back
     want = _tree(user)
+    for p in case.gone:
+        shutil.rmtree(user / p)
     dry = json.loads(
         _cli("vault", "restore", case.session, "--dry-run", "--json", "--home", str(store)).stdout
     )
     assert str(side) in {f["to"] for f in dry["files"]}
-    for p in case.gone:
-        shutil.rmtree(user / p)
     # doctor counts it among the files gone (its watermark, as any sidecar's)
     gone = [p for p in held if not Path(p).exists()]
     assert str(side) in gone
@@ -343,6 +343,15 @@ def test_kiro_index_is_shared_by_its_folders_sessions(tmp_path, monkeypatch):
     _cli("reparse", "--agent", "kiro-ide", "--home", str(store))
     assert q(store, sql) == before
     _cli("vault", "restore", "--all-missing", "--home", str(store))
+    # the IDE deletes one session and drops it from its index: the restore of it gives
+    # the session back and leaves the index on disk as it is (it lists the sessions there)
+    kept = (ws / f"{other}.json").read_bytes()
+    (ws / f"{other}.json").unlink()
+    (ws / "sessions.json").write_text(json.dumps(index[:1]))
+    out = json.loads(_cli("vault", "restore", other[:8], "--json", "--home", str(store)).stdout)
+    assert [Path(f["to"]).name for f in out["files"]] == [f"{other}.json"]
+    assert (ws / f"{other}.json").read_bytes() == kept
+    assert json.loads((ws / "sessions.json").read_bytes()) == index[:1]
     idx = str(ws / "sessions.json")
     r = json.loads(_cli("purge", "--session", other, "--yes", "--json", "--home", str(store)).stdout)
     assert r["removed"]["vault_files"] == 1 and idx in _held(store)
