@@ -357,3 +357,19 @@ def test_kiro_index_is_shared_by_its_folders_sessions(tmp_path, monkeypatch):
     assert r["removed"]["vault_files"] == 1 and idx in _held(store)
     r = json.loads(_cli("purge", "--session", KIRO_SID, "--yes", "--json", "--home", str(store)).stdout)
     assert r["removed"]["vault_files"] == 2 and idx not in _held(store)
+
+
+def test_belongs_ties_a_shared_sidecar_to_any_session_of_its_folder():
+    """What a date-range backfill and a reparse of some files keep with them
+    (``sidecar.belongs``): a sidecar its transcript's, a shared one any transcript's of
+    its folder, never one of another folder's."""
+    from ctxkeep.sources.readers.sidecar import belongs, meta
+
+    own = meta("todos", "/h/.claude/projects/p/s.jsonl")
+    index = meta("session-index", "/h/ws/A", shared=True)
+    assert belongs(own, {"/h/.claude/projects/p/s.jsonl"}) and not belongs(
+        own, {"/h/.claude/projects/p/t.jsonl"}
+    )
+    assert belongs(index, {"/h/ws/A/s1.json"}) and belongs(index, {"/h/ws/A"})
+    assert not belongs(index, {"/h/ws/B/s1.json", "/h/ws/A/sub/s.json"})
+    assert not belongs(dict(index, shared=False), {"/h/ws/A/s1.json"}) and not belongs({}, {"/h/ws/A"})
