@@ -19,7 +19,7 @@ from ctxkeep.pipeline import engine as pipeline
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import DiscoveryContext, SourceFile
-from ctxkeep.sources.readers.sidecar import SIDECAR_OF, is_sidecar
+from ctxkeep.sources.readers.sidecar import belongs, is_sidecar
 
 #: a record time in a session file's bytes: an ISO-8601 value of a time key of
 #: Claude Code / Codex lines (``timestamp``), Gemini CLI documents (``startTime``,
@@ -138,7 +138,7 @@ def select_backfill(
         out.append(f)
     if lo or hi:  # a sidecar (no record time) goes with its transcript (``readers.sidecar``)
         kept = {str(f.path) for f in out}
-        out = [f for f in out if not is_sidecar(f) or f.meta.get(SIDECAR_OF) in kept]
+        out = [f for f in out if not is_sidecar(f) or belongs(f.meta, kept)]
     return out, problems
 
 

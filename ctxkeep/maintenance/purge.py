@@ -320,10 +320,29 @@ def _sidecars(conn: sqlite3.Connection, whole: list[str]) -> list[str]:
     """The sidecars the vault holds of the files ``whole`` (``sources.readers.sidecar``:
     a sub-agent's ``.meta.json``, a tool output in ``tool-results/``): no entry names
     them, so they go with the transcript they belong to (their vault files, watermarks
-    and, remembered, the ingest plan's reads)."""
+    and, remembered, the ingest plan's reads). A sidecar the sessions of a folder share
+    (``sidecar.SHARED``: Kiro IDE's ``sessions.json``, which lists them all) goes only
+    with the last of them: when every other file the vault holds in that folder goes
+    too."""
+    import os
+
     from ctxkeep.sinks.vault.manifest import sidecars_of
 
-    return sidecars_of(conn, whole)
+    out = sidecars_of(conn, whole, shared=False)
+    gone = set(whole) | set(out)
+    for p in sorted(set(sidecars_of(conn, whole)) - set(out)):
+        folder = os.path.dirname(p)
+        held = {
+            r[0]
+            for r in conn.execute(
+                "SELECT path FROM vault_files WHERE substr(path, 1, ?) = ?",
+                (len(folder) + 1, folder + os.sep),
+            )
+            if os.path.dirname(r[0]) == folder and r[0] != p
+        }
+        if held <= gone:
+            out.append(p)
+    return sorted(out)
 
 
 def _vault_preview(conn: sqlite3.Connection, owned: set[str], whole: list[str]) -> dict:

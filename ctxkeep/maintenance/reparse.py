@@ -568,7 +568,10 @@ def reparse(
             dbs = {g.disk_path for p, g in latest.items() if p in keep and g.meta.get("vault_rows")}
             keep |= {p for p, g in latest.items() if g.meta.get("vault_rows") and g.disk_path in dbs}
             # a transcript's sidecars with it (its parser reads them: Vibe's ``meta.json``)
-            keep |= {p for p, g in latest.items() if g.meta.get(sidecar.SIDECAR_OF) in keep}
+            # (Kiro IDE's index: with any session of its folder, ``sidecar.belongs``)
+            keep |= {
+                p for p, g in latest.items() if g.meta.get(sidecar.SIDECAR) and sidecar.belongs(g.meta, keep)
+            }
             gens = [g for g in gens if g.path in keep]
             latest = {p: g for p, g in latest.items() if p in keep}
         # a database's sessions (rows documents) are read together, once, after the files

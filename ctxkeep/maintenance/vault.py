@@ -31,6 +31,7 @@ from ctxkeep.sinks.sqlite.lookup import resolve_session
 from ctxkeep.sinks.vault import manifest
 from ctxkeep.sinks.vault.packs import vault_dir
 from ctxkeep.sources.contract import DiscoveryContext
+from ctxkeep.sources.readers.sidecar import SHARED
 from ctxkeep.timeutil import parse_utc
 
 DAY_NS = 86_400 * 10**9
@@ -566,7 +567,9 @@ def vault_restore(
     redacted as the vault keeps it); without ``to`` it is named in ``skipped_rows``
     (and restoring only such a session is an error saying to pass ``--to``).
 
-    Nothing is written when one target exists and ``force`` is not given. ``dry_run``:
+    Nothing is written when one target exists and ``force`` is not given (but for a
+    sidecar several sessions share, ``sources.readers.sidecar.SHARED``: on disk, it is
+    left as it is and not listed; ``force`` overwrites it too). ``dry_run``:
     nothing is written, each file says whether it ``exists`` (what ``--force`` would
     overwrite). ``all_missing`` restores every file it can: a file it cannot (held only
     from an offset, damaged, not writable) is named in ``not_restored`` with the reason and
@@ -684,6 +687,12 @@ def _restore(
         )
     if all_missing:  # (a tree's files that are on disk stay as they are)
         plans = [(g, [x for x in ts if not (x[0].exists() or x[0].is_symlink())]) for g, ts in plans]
+    elif not force:  # a sidecar the folder's sessions share (Kiro IDE's index) on disk
+        # stays as it is: it lists the sessions still there, the vault's may be older
+        plans = [
+            (g, [x for x in ts if not (g.meta.get(SHARED) and (x[0].exists() or x[0].is_symlink()))])
+            for g, ts in plans
+        ]
     exists = [str(t) for _, ts in plans for t, _d, _m in ts if t.exists() or t.is_symlink()]
     if exists and not force and not dry_run:  # a failure (exit 1), not wrong usage: the command was right
         raise CtxkeepError(

@@ -230,7 +230,9 @@ def sidecars_for(files: list[SourceFile]) -> list[SourceFile]:
     """The sidecars on disk (``readers.sidecar``) of the transcripts ``files`` not among
     them, each once: what ``sidecars_of(path)`` of each file's source gives (Claude
     Code, Mistral Vibe). An ``ingest --path`` (the agents' hooks) reads them with the
-    transcripts it names, as discovery finds them beside every session."""
+    transcripts it names, as discovery finds them beside every session. Each is
+    confined to the folder it was found in (``confine.confine``: a symlink out of it,
+    e.g. a todo list linked to a file elsewhere, is refused as discovery refuses it)."""
     seen = {str(f.path) for f in files}
     out = []
     for f in files:
@@ -239,7 +241,9 @@ def sidecars_for(files: list[SourceFile]) -> list[SourceFile]:
             if str(side.path) not in seen:
                 seen.add(str(side.path))
                 out.append(side)
-    return out
+    if not out:
+        return out
+    return confine(Discovery("sidecars", files=out, searched=sorted({f.path.parent for f in out}))).files
 
 
 def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple[list[SourceFile], list[str]]:

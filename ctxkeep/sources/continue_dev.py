@@ -68,8 +68,10 @@ def discover(ctx: DiscoveryContext) -> Discovery:
 
 
 def matches(path: Path) -> bool:
-    """True for a Continue session JSON given with ``--path``."""
-    if path.name == "sessions.json":
+    """True for a Continue session JSON given with ``--path`` (not a Kiro IDE
+    workspace session, ``<root>/workspace-sessions/<folder>/<id>.json``, whose head
+    looks the same: ``sources.kiro_ide.matches`` claims it)."""
+    if path.name == "sessions.json" or path.parent.parent.name == "workspace-sessions":
         return False
     head = file_head(path, (".json",), 4096)
     return b'"history"' in head and (b'"workspaceDirectory"' in head or b'"sessionId"' in head)

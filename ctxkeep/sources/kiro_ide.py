@@ -12,7 +12,13 @@ the session grows (mode ``rewrite``, ``readers.document``), read as agentsview 0
   workspace path>/<session uuid>.json`` ``{sessionId, title, workspaceDirectory,
   history [{message {role (user|assistant|tool), content (a string or ``[{type: text,
   text}]``), id}, promptLogs [{completion}], executionId}]}``, beside a
-  ``sessions.json`` index ``[{sessionId, title, dateCreated, workspaceDirectory}]``.
+  ``sessions.json`` index ``[{sessionId, title, dateCreated, workspaceDirectory}]``
+  (one per workspace folder, rewritten as sessions start; the fixture's
+  ``make_fixtures.py`` follows agentsview 0.46 ``kiro_ide.go``'s reading of it). The
+  vault keeps the index as a sidecar the folder's sessions share (``INDEX``:
+  ``readers.sidecar``, ``SIDECAR_OF`` the folder, ``SHARED``): each version, no
+  entries, restored with any of those sessions; the readers take it through
+  ``readers.jsonl.VIEW``, so a reparse with the folder gone reads the vault's newest.
   An assistant turn's output lives in an execution log
   ``<root>/<first 32 hex of SHA-256(workspace path)>/414d1636299d2b9e4ce7e17fb11f63e9/
   <file>`` ``{executionId, actions [{actionId, actionType (say | replace | create |
@@ -60,8 +66,9 @@ from ctxkeep.sources.contract import (
     Watermark,
     sorted_paths,
 )
+from ctxkeep.sources.readers import sidecar
 from ctxkeep.sources.readers.document import read_document
-from ctxkeep.sources.readers.jsonl import file_head
+from ctxkeep.sources.readers.jsonl import VIEW, file_head
 
 AGENT = "kiro-ide"
 PARSER_VERSION = 1
@@ -92,16 +99,42 @@ def roots(ctx: DiscoveryContext) -> list[Path]:
     ]
 
 
+#: a workspace folder's session index (module doc) and its sidecar kind
+INDEX = "sessions.json"
+INDEX_KIND = "session-index"
+
+
+def index_sidecar(path: Path) -> SourceFile:
+    """The sidecar (``readers.sidecar``) of the index at ``path``: shared by the
+    sessions of its folder (``SIDECAR_OF`` the folder, ``SHARED``)."""
+    return SourceFile(
+        AGENT, path, sidecar.MODE, sidecar.meta(INDEX_KIND, path.parent, **{sidecar.SHARED: True})
+    )
+
+
+def sidecars_of(path: Path) -> list[SourceFile]:
+    """The sidecar of a workspace session at ``path`` on disk: its folder's index (an
+    ``ingest --path`` of the session takes it in too)."""
+    p = path.with_name(INDEX)
+    if path.suffix != ".json" or path.name == INDEX or path.parent.parent.name != "workspace-sessions":
+        return []
+    return [index_sidecar(p)] if p.is_file() else []
+
+
 def discover(ctx: DiscoveryContext) -> Discovery:
-    """Find ``workspace-sessions/*/<uuid>.json`` and ``<hash>/<hash>.chat`` files."""
+    """Find ``workspace-sessions/*/<uuid>.json`` and ``<hash>/<hash>.chat`` files, and
+    each workspace folder's ``sessions.json`` (a sidecar: ``index_sidecar``)."""
     d = Discovery(AGENT)
     for root in [*roots(ctx), *ctx.extra_dirs]:
         d.searched.append(root)
         if not root.is_dir():
             continue
         for p in sorted_paths(root.glob("workspace-sessions/*/*.json")):
-            if p.name != "sessions.json":
+            if p.name != INDEX:
                 d.add(p, MODE)
+            else:
+                side = index_sidecar(p)
+                d.add(p, sidecar.MODE, side.meta)
         d.add_glob(root, ["*/*.chat"], MODE)
     d.explain_empty(roots(ctx)[0], "no Kiro IDE workspace-sessions/*/<id>.json or <hash>/*.chat found")
     return d
@@ -143,9 +176,11 @@ def _text(content: Any) -> str:
 
 
 def _index(ws_dir: Path) -> list[dict]:
-    """The objects of a workspace's ``sessions.json`` index (a list; ``[]`` when unreadable)."""
+    """The objects of a workspace's ``sessions.json`` index (a list; ``[]`` when
+    unreadable); a reparse reads the vault's newest version (``VIEW``)."""
+    p = ws_dir / INDEX
     try:
-        entries = orjson.loads((ws_dir / "sessions.json").read_bytes())
+        entries = orjson.loads(VIEW.get(str(p), p).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return []
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
@@ -283,12 +318,15 @@ def parse_workspace_session(doc: Any, path: Path, state: dict, idle: bool) -> li
 
 
 def _workspace_of(root: Path, hash_: str) -> str | None:
-    """The workspace whose hash names a ``.chat`` file's folder (from the indexes)."""
+    """The workspace whose hash names a ``.chat`` file's folder (from the indexes, on
+    disk and those a reparse reads from the vault: ``VIEW``)."""
+    base = root / "workspace-sessions"
     try:
-        dirs = sorted((root / "workspace-sessions").iterdir())
+        found = set(base.iterdir())
     except OSError:
-        return None
-    for ws in dirs:
+        found = set()
+    found |= {Path(k).parent for k in VIEW if k.endswith(INDEX) and Path(k).parent.parent == base}
+    for ws in sorted(found):
         for x in _index(ws):
             w = nonempty(x.get("workspaceDirectory"))
             if w and ws_hash(w) == hash_:
@@ -339,7 +377,10 @@ def parse_chat(doc: Any, path: Path) -> list[dict]:
 
 
 def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
-    """Read one session document whole when it changed."""
+    """Read one session document whole when it changed; the index (a sidecar) whole,
+    for the vault, with no entries."""
+    if sidecar.is_sidecar(file):
+        return sidecar.read_sidecar(file, wm, PARSER_VERSION, batch_bytes)
     path = file.path
     if path.suffix == ".chat":
         return read_document(

@@ -13,8 +13,17 @@ These VS Code extensions keep one folder per task in the editor's global storage
   reasoning?, partial?, modelInfo?}``; a ``say: api_req_started`` message's ``text`` is
   JSON ``ClineApiReqInfo {request, tokensIn, tokensOut, cacheWrites, cacheReads, cost}``
   — one per API request (``subagent_usage``: the same counts for sub-agents);
-- ``task_metadata.json`` (Cline ≥ 3.x): ``model_usage[] {ts, model_id,
-  model_provider_id, mode}``.
+- ``task_metadata.json`` (Cline ≥ 3.x; Roo Code and Kilo Code keep the same file):
+  ``{files_in_context [{path, record_state (active | stale), record_source (read_tool |
+  user_edited | cline_edited | file_mentioned), cline_read_date, cline_edit_date,
+  user_edit_date}], model_usage [{ts, model_id, model_provider_id, mode}],
+  environment_history [{ts, os_name, os_version, os_arch, host_name, host_version,
+  cline_version}]}`` (cline/cline ``src/core/context/context-tracking/
+  ContextTrackerTypes.ts``: ``TaskMetadata``), rewritten whole as the task goes on. The
+  vault keeps it as a sidecar of the task's ``api_conversation_history.json``
+  (``readers.sidecar``: each version, no entries; ``METADATA``), and the reader of
+  ``ui_messages.json`` takes the models from it through ``_util.json_object``, so a
+  reparse with the task folder gone reads the vault's newest version.
 
 (cline/cline ``src/shared/ExtensionMessage.ts``: ``ClineMessage``,
 ``ClineApiReqInfo``; Roo Code and Kilo Code, forks of Cline, keep the same files.) The ``<user dir>`` is
@@ -48,7 +57,15 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import as_float, as_int, blocks_text, compact_json, dict_at, media_placeholder
+from ctxkeep.sources._util import (
+    as_float,
+    as_int,
+    blocks_text,
+    compact_json,
+    dict_at,
+    json_object,
+    media_placeholder,
+)
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -58,6 +75,7 @@ from ctxkeep.sources.contract import (
     SourceFile,
     Watermark,
 )
+from ctxkeep.sources.readers import sidecar
 from ctxkeep.sources.readers.document import read_document, track_ids
 from ctxkeep.timeutil import format_epoch
 
@@ -65,6 +83,20 @@ APPS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
 _CWD_RE = re.compile(r"# Current (?:Working|Workspace) Directory \((.+?)\) Files")
 HISTORY = "api_conversation_history.json"
 UI = "ui_messages.json"
+#: a task's metadata file (module doc), a sidecar of its history, and its kind
+METADATA = "task_metadata.json"
+METADATA_KIND = "task-metadata"
+
+
+def task_sidecars(task: Path, agent: str) -> list[SourceFile]:
+    """The sidecars on disk of the task folder ``task``: its ``METADATA``, tied to the
+    task's ``api_conversation_history.json`` (else its ``ui_messages.json``; none
+    without either)."""
+    meta = task / METADATA
+    owner = next((task / n for n in (HISTORY, UI) if (task / n).is_file()), None)
+    if owner is None or not meta.is_file():
+        return []
+    return [SourceFile(agent, meta, sidecar.MODE, sidecar.meta(METADATA_KIND, owner, task=task.name))]
 
 
 def user_dirs(ctx: DiscoveryContext) -> list[Path]:
@@ -102,6 +134,8 @@ def discover_tasks(
             for name in (HISTORY, UI):
                 p = t / name
                 d.add(p, "rewrite", {"task": t.name})
+            for side in task_sidecars(t, agent):
+                d.add(side.path, sidecar.MODE, side.meta)
     if not d.searched:
         d.searched = [user_dirs(ctx)[0] / "globalStorage" / ext_ids[0] / "tasks"]
         d.reason = "no " + " / ".join(ext_ids) + " task folder in any VS Code, Cursor or Windsurf user dir"
@@ -302,7 +336,10 @@ def parse_ui(agent: str, doc: Any, task: str, src: str, metadata: dict | None) -
 def read_task_file(
     agent: str, parser_version: int, file: SourceFile, wm: Watermark | None, batch_bytes: int
 ) -> Iterator[Batch]:
-    """Read one task file whole when its hash changed (``readers.document.read_document``)."""
+    """Read one task file whole when its hash changed (``readers.document.read_document``);
+    a sidecar (``METADATA``) whole, for the vault, with no entries."""
+    if sidecar.is_sidecar(file):
+        return sidecar.read_sidecar(file, wm, parser_version, batch_bytes)
     task = file.meta.get("task") or file.path.parent.name
     src = str(file.path)
     old_ids = list(
@@ -311,14 +348,10 @@ def read_task_file(
 
     def parse_doc(raw, doc, state, idle):
         if file.path.name == UI:
-            meta = None
-            mp = file.path.parent / "task_metadata.json"
-            if mp.is_file():
-                try:
-                    meta = orjson.loads(mp.read_bytes())
-                except (OSError, orjson.JSONDecodeError):
-                    meta = None
-            return parse_ui(agent, doc, task, src, meta if isinstance(meta, dict) else None)
+            # (``json_object``: ``{}`` when missing or not an object; a reparse reads
+            # the vault's newest version, ``readers.jsonl.VIEW``)
+            meta = json_object(file.path.parent / METADATA)
+            return parse_ui(agent, doc, task, src, meta or None)
         return parse_history(agent, doc, task, src, state, old_ids)
 
     return read_document(file, wm, parser_version, parse_doc, batch_bytes)
@@ -358,8 +391,13 @@ class ExtensionSource:
             self.data_dir_name is not None and path.name in (HISTORY, UI) and self.data_dir_name in path.parts
         )
 
+    def sidecars_of(self, path: Path) -> list[SourceFile]:
+        """The sidecars of the task file at ``path`` (``task_sidecars``: its
+        ``task_metadata.json``), for an ``ingest --path`` of it."""
+        return task_sidecars(path.parent, self.AGENT) if path.name in (HISTORY, UI) else []
+
     def read(
         self, file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
     ) -> Iterator[Batch]:
-        """Read one task file whole when it changed."""
+        """Read one task file whole when it changed; its metadata (a sidecar) whole."""
         return read_task_file(self.AGENT, self.PARSER_VERSION, file, wm, batch_bytes)

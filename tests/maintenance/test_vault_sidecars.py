@@ -358,7 +358,10 @@ def test_sigkilled_ingests_leave_sidecars_whole_or_read_again(tmp_path):
     from tests.maintenance.test_vault_crash import _kill_trials
 
     home = _home(tmp_path)
-    for name in ("grok", "codebuff"):
+    # (session 23: Claude Code's todo lists, Cline's task_metadata.json, Kiro IDE's index)
+    for name in ("grok", "codebuff", "claude-todos", "cline", "kiro-ide"):
         shutil.copytree(FIXTURES / name / "home", home, dirs_exist_ok=True)
     want = _kill_trials(home, tmp_path, seed=21, agrees=_sidecars_agree)
     assert sum(k.split("#")[0].endswith(".meta.json") for k in want) == 2
+    names = {Path(k.split("#")[0]).name for k in want}
+    assert {"task_metadata.json", "sessions.json", f"{SID}-agent-{SID}.json"} <= names, sorted(names)

@@ -24,7 +24,8 @@ CHAT = "e828acfc792e3bbcd2a6c6c35323cb44:9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 def test_workspace_session_execution_log_and_chat_file(tmp_path):
     store = tmp_path / "store"
     s = ingest(fixture_home("kiro-ide", tmp_path / "home"), store, agents="kiro-ide")
-    assert s.files_read == 2 and s.quarantined == 0
+    # (and the workspace's ``sessions.json``: a sidecar, for the vault, no entries)
+    assert s.files_read == 3 and s.quarantined == 0
     assert kinds(store, "kiro-ide") == {
         "user/message": 2,
         "assistant/message": 3,
@@ -79,7 +80,15 @@ def test_env_dir_and_a_late_execution_log(tmp_path, monkeypatch):
     root = home / ROOT
     env = {"KIRO_IDE_DIR": str(root)}
     found = kiro_ide.discover(DiscoveryContext(home=tmp_path / "nohome", env=env)).files
-    assert sorted(f.path.name for f in found) == [f"{SID}.json", "9f8e7d6c5b4a39281706f5e4d3c2b1a0.chat"]
+    assert sorted(f.path.name for f in found) == [
+        f"{SID}.json",
+        "9f8e7d6c5b4a39281706f5e4d3c2b1a0.chat",
+        "sessions.json",  # the index, a sidecar the folder's sessions share
+    ]
+    folder = next(root.glob("workspace-sessions/*"))
+    assert [f.meta for f in found if f.path.name == "sessions.json"] == [
+        {"sidecar": "session-index", "sidecar_of": str(folder), "shared": True}
+    ]
     session = next(root.glob(f"workspace-sessions/*/{SID}.json"))
     doc = json.loads(session.read_text())
     doc["history"] += [

@@ -9,6 +9,7 @@ secret was redacted in it (``redactions`` is ``{}``).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
@@ -96,17 +97,23 @@ def generations_of(conn, path: str) -> list[Generation]:
     return [_gen(r) for r in rows]
 
 
-def sidecars_of(conn, paths: Collection[str]) -> list[str]:
+def sidecars_of(conn, paths: Collection[str], shared: bool = True) -> list[str]:
     """The paths of the sidecars the vault holds (``sources.readers.sidecar``: files an
     agent keeps beside a transcript, ``vault_files.meta`` ``sidecar_of`` naming it) of
-    the transcripts ``paths``, sorted; empty for a store without the vault's tables."""
+    the transcripts ``paths``, sorted; empty for a store without the vault's tables.
+    ``shared``: also those the transcripts' folders share (``sidecar.SHARED``: Kiro
+    IDE's ``sessions.json``, which names the folder); a purge of some sessions leaves
+    them (``shared=False``: the index names the folder's other sessions too)."""
     if not paths:
         return []
+    folders = sorted({os.path.dirname(p) for p in paths}) if shared else []
     try:
         rows = conn.execute(
             "SELECT path FROM vault_files WHERE meta LIKE '%\"sidecar_of\"%' AND "
-            "json_extract(meta, '$.sidecar_of') IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(paths)),),
+            "(json_extract(meta, '$.sidecar_of') IN (SELECT value FROM json_each(?1)) OR "
+            "(json_extract(meta, '$.shared') AND json_extract(meta, '$.sidecar_of') IN "
+            "(SELECT value FROM json_each(?2))))",
+            (json.dumps(sorted(paths)), json.dumps(folders)),
         ).fetchall()
     except sqlite3.OperationalError:
         return []

@@ -22,7 +22,12 @@ issue threads named below):
   ``sources.mistral_vibe``);
 - the companion files other parsers read beside a transcript (``_util.json_object``):
   Grok's ``summary.json`` and ``signals.json``, Kiro CLI's ``<session>.json``, Qoder's
-  ``<session>-session.json``, Codebuff's ``run-state.json`` and ``chat-meta.json``.
+  ``<session>-session.json``, Codebuff's ``run-state.json`` and ``chat-meta.json``;
+- Claude Code's todo lists ``<config dir>/todos/<session>-agent-<agent>.json`` (outside
+  the session's folder: ``sources.claude_code.TODOS``), the Cline family's
+  ``task_metadata.json`` (``sources.vscode_family.METADATA``), and Kiro IDE's
+  per-workspace ``sessions.json`` index, the one sidecar several transcripts share
+  (``SHARED``: ``sources.kiro_ide.INDEX``).
 
 A reparse reads each sidecar's newest version where its parser looks for it
 (``readers.jsonl.VIEW``, which ``_util.json_object`` honours).
@@ -30,7 +35,8 @@ A reparse reads each sidecar's newest version where its parser looks for it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import os
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 
 from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, FileMode, SourceFile, Watermark
@@ -41,6 +47,9 @@ from ctxkeep.sources.coverage import Tally
 SIDECAR = "sidecar"
 #: the meta key naming the transcript (its path as text) a sidecar belongs to
 SIDECAR_OF = "sidecar_of"
+#: the meta key marking a sidecar the transcripts of one folder share (Kiro IDE's
+#: ``sessions.json``): its ``SIDECAR_OF`` names that folder, not one transcript
+SHARED = "shared"
 #: a sidecar's mode: a whole document, re-read when it changes
 MODE: FileMode = "rewrite"
 #: a sidecar watermark's ``state["ids"]``: it holds no record, keyed no way
@@ -50,6 +59,18 @@ IDS = "none"
 def is_sidecar(file: SourceFile) -> bool:
     """True when ``file`` is a sidecar (its discovery meta says so)."""
     return bool(file.meta.get(SIDECAR))
+
+
+def belongs(meta: Mapping, paths: Collection[str]) -> bool:
+    """Whether a sidecar with discovery ``meta`` goes with one of the transcripts
+    ``paths`` (a set, as text): its transcript is among them, or (``SHARED``) one of
+    them lies in its folder."""
+    of = meta.get(SIDECAR_OF)
+    if of is None:
+        return False
+    if of in paths:
+        return True
+    return bool(meta.get(SHARED)) and any(os.path.dirname(p) == of for p in paths)
 
 
 def meta(kind: str, of: object, **more: object) -> dict:
@@ -127,8 +148,10 @@ __all__ = [
     "IDS",
     "MODE",
     "SIDECAR",
+    "SHARED",
     "SIDECAR_OF",
     "add_all",
+    "belongs",
     "beside",
     "is_sidecar",
     "meta",
