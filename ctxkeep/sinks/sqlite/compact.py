@@ -18,15 +18,20 @@ the store anew without them:
    and the store is unchanged), fsynced;
 3. the live store's ``-wal`` and ``-shm`` are deleted (the WAL is empty: step 1), so
    the copy never meets the old store's WAL index, then the copy is renamed over
-   ``store.db`` (``os.replace``: atomic) and the folder fsynced.
+   ``store.db`` (``os.replace``: atomic) and the folder fsynced. Before step 1 and
+   again here, no other process may have the store open (``pool.wait_unopened``: it
+   waits up to ``READERS_WAIT``, then StoreBusy and the store is unchanged): an idle
+   connection of another process, which the checkpoint does not see, read the new
+   files through the old index ("disk I/O error", then "malformed").
 
 Crash consistency: a kill before step 3's rename leaves the old store, whole (its
 WAL was checkpointed into it) and at most a ``store.db.compacting`` the next
 ``compact`` deletes; after it, the new store, complete and synced before the rename.
 ``tests/maintenance/test_compact_sigkill.py`` kills a compaction at each of these
-points (``kill_point("compact", …)``) and at random times. A reader that had the old
-file open reads the old file until it opens the store again (SQLite does not
-checkpoint or delete a WAL on close for a file that has moved).
+points (``kill_point("compact", …)``) and at random times. A reader that
+opens the store in the instant between that check and the rename reads the old file
+until it opens the store again (SQLite does not checkpoint or delete a WAL on close
+for a file that has moved).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite.copies import copy_problem
 from ctxkeep.sinks.sqlite.intents import kill_point
+from ctxkeep.sinks.sqlite.pool import wait_unopened
 
 #: the copy ``compact`` writes beside ``store.db`` before renaming it over the store
 COMPACT_TMP = STORE_DB + ".compacting"
@@ -135,6 +141,7 @@ def compact(home: Path, *, timeout: float = -1, dry_run: bool = False) -> dict:
     tmp = home / COMPACT_TMP
     with hold(home, timeout, what="compact"):
         tmp.unlink(missing_ok=True)  # a killed compaction's copy
+        wait_unopened(home, "purge --compact")  # refused before the copy, not after it
         conn = sqlite_store.connect(home)
         try:
             pages = conn.execute("PRAGMA page_count").fetchone()[0]
@@ -173,6 +180,7 @@ def compact(home: Path, *, timeout: float = -1, dry_run: bool = False) -> dict:
                 hint="run `ctxkeep doctor`",
             )
         kill_point("compact", "checked")
+        wait_unopened(home, "purge --compact")  # (a reader that came meanwhile)
         for side in ("-wal", "-shm"):  # empty (checkpointed, no writer): never the copy's
             Path(f"{db}{side}").unlink(missing_ok=True)
         kill_point("compact", "sidecars")
