@@ -199,13 +199,11 @@ def _ask_compact(h: Path, dry_run: bool) -> dict:
 
 def _then_compact(h: Path) -> dict | None:
     """A dry run's compaction figures, as of now (before the purge, which frees more
-    pages); None without a store."""
-    from ctxkeep.sinks.files import STORE_DB
+    pages); None without a store (``service.purge.compact_preview``)."""
+    from ctxkeep.service.purge import compact_preview
 
-    if not (h / STORE_DB).exists():
-        return None
     with failing():
-        return _ask_compact(h, True)
+        return compact_preview(h)
 
 
 def _compacted_line(c: dict) -> str:
