@@ -96,6 +96,15 @@ def test_policy_compact_in_words_and_with_nothing_to_purge(store):
 
 
 def test_a_compaction_without_room_on_the_disk_is_one_line_and_changes_nothing(store, monkeypatch):
+    # a named purge's --dry-run --compact says the compaction too (figures as of now)
+    size0, f0 = (store / "store.db").stat().st_size, free_space(store)
+    r = CliRunner().invoke(
+        app, ["purge", "--project", PROJECT, "--compact", "--dry-run", "--json", "--home", str(store)]
+    )
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert got["removed"]["entries"] > 100 and got["compacted"]["dry_run"] is True
+    assert got["compacted"]["before"] == size0 and got["compacted"]["free_pages"] == f0["free_pages"]
     r = CliRunner().invoke(app, ["purge", "--project", PROJECT, "--yes", "--home", str(store)])
     assert r.exit_code == 0, r.output
     f = free_space(store)
