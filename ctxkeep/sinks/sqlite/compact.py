@@ -56,6 +56,9 @@ SUGGEST_SHARE = 0.10
 #: bytes beyond the used pages the copy's disk must have free: the copy's own WAL
 #: switch and the file system's blocks for its metadata; the disk is not filled to the end
 COPY_SLACK = 64 << 20
+#: page cache of the connection that writes the copy, KiB (``PRAGMA cache_size``): pages
+#: are read and written once, a cache buys nothing (same CPU, 0.16 vs 0.27 s at 143 MB)
+COPY_CACHE_KIB = 2048
 
 
 def disk_free(path: Path) -> int:
@@ -158,6 +161,9 @@ def compact(home: Path, *, timeout: float = -1, dry_run: bool = False) -> dict:
             room = disk_free(home)
             if room < need:
                 raise _too_little_room(home, need, room)
+            # the writer's 64 MiB page cache, which VACUUM INTO also gives the copy's
+            # connection: 200 MB peak RSS at 143 MB, 361 MB at 1.4 GB; at 2 MiB: 21 MB
+            conn.execute(f"PRAGMA cache_size=-{COPY_CACHE_KIB}")
             try:
                 conn.execute("VACUUM INTO ?", (str(tmp),))
             except BaseException:
