@@ -102,7 +102,8 @@ def purge(
         False,
         "--compact",
         help="Then give the store's free pages back to the disk (a purge leaves them in store.db; "
-        "a backup copies them). Alone: only that.",
+        "a backup copies them; the copy needs the used pages free beside it). Alone: only that. "
+        "With --policy: after the rules' purge.",
     ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
@@ -121,7 +122,7 @@ def purge(
             policy=policy,
         )
         if policy:
-            return _purge_policy(_home(home), dry_run, yes, as_json)
+            return _purge_policy(_home(home), dry_run, yes, as_json, compact)
         h = _home(home)
         # the session as hits show it, the project through symlinks; nothing matched:
         # "no such session" (exit 1), no tombstone
@@ -130,10 +131,13 @@ def purge(
         _fail(e)
     preview = plan.preview
     if dry_run:
+        then = _then_compact(h) if compact and not all_ else None
         if as_json:
-            _print_json(preview)
+            _print_json({**preview, "compacted": then} if then else preview)
         else:
             _print_preview(preview)
+            if then:
+                say_folded("  then " + _compacted_line(then), indent="    ")
         return
     if not yes:
         if not _interactive():
@@ -193,24 +197,39 @@ def _ask_compact(h: Path, dry_run: bool) -> dict:
     return ask(h, dry_run=dry_run)
 
 
+def _then_compact(h: Path) -> dict | None:
+    """A dry run's compaction figures, as of now (before the purge, which frees more
+    pages); None without a store (``service.purge.compact_preview``)."""
+    from ctxkeep.service.purge import compact_preview
+
+    with failing():
+        return compact_preview(h)
+
+
 def _compacted_line(c: dict) -> str:
     """What a compaction gave back (or would), in words."""
     if c["dry_run"]:
+        room = f"; the copy needs {_size(c['needs'])} free beside it, {_size(c['disk_free'])} free" + (
+            ": not enough" if c["disk_free"] < c["needs"] else ""
+        )
         return (
             f"would compact store.db: {_size(c['before'])} -> about {_size(c['after'])} "
-            f"({c['free_pages']:,} of {c['pages']:,} pages free)"
+            f"({c['free_pages']:,} of {c['pages']:,} pages free now{room})"
         )
     return f"compacted store.db: {_size(c['before'])} -> {_size(c['after'])} ({_size(c['reclaimed'])} given back)"
 
 
-def _compact(h: Path, dry_run: bool, as_json: bool) -> None:
+def _compact(h: Path, dry_run: bool, as_json: bool, policy: dict | None = None) -> None:
     """``purge --compact`` alone: the store written anew without its free pages
-    (``service.purge.compact``), or with ``--dry-run`` what that would give back."""
+    (``service.purge.compact``), or with ``--dry-run`` what that would give back;
+    ``policy``: the report of ``--policy`` rules that removed nothing (printed with it)."""
     with failing(), err.status("compacting store.db…"):
         c = _ask_compact(h, dry_run)
     if as_json:
-        _print_json({"home": str(h), "compacted": c})
+        _print_json({**(policy or {}), "home": str(h), "compacted": c})
         return
+    if policy is not None:
+        out.print("the [purge] rules remove nothing now", highlight=False)
     say_folded(_compacted_line(c))
 
 
@@ -258,19 +277,30 @@ def _print_exports(rep: dict) -> None:
             err.print(part, highlight=False, markup=False)
 
 
-def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:
+def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool, compact: bool = False) -> None:
     """``purge --policy``: what the ``[purge]`` rules would remove now, then (unless
-    ``--dry-run``) purge it after the same confirmation as other purges."""
+    ``--dry-run``) purge it after the same confirmation as other purges; ``compact``:
+    then compact the store (``--compact``; also when the rules remove nothing), which
+    ``--dry-run`` and ``--json`` say (``compacted``)."""
     config_warnings(h)  # a typo in [purge] named before "no [purge] rules" (newuser20 F6)
     from ctxkeep.service import purge as ask
 
     with failing():
         plan = ask.plan_policy(h)
-    if dry_run or not plan["scopes"]:
+    if dry_run or (not plan["scopes"] and not compact):
+        rep = ask.policy_json(plan)
+        then = _then_compact(h) if compact else None
+        if then:
+            rep["compacted"] = then
         if as_json:
-            _print_json(ask.policy_json(plan))
+            _print_json(rep)
         else:
             _print_policy(plan, "would remove")
+            if then:
+                say_folded("then " + _compacted_line(then), indent="  ")
+        return
+    if not plan["scopes"]:  # nothing to purge; the compaction asked for still runs
+        _compact(h, False, as_json, {**ask.policy_json(plan), "dry_run": False})
         return
     if not yes:
         if not _interactive():
@@ -287,10 +317,15 @@ def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:
             raise typer.Exit(1)
     with failing(), err.status("applying the [purge] rules…"):
         rep = ask.run_policy(h)
+    if compact:
+        with failing(), err.status("compacting store.db…"):
+            rep["compacted"] = _ask_compact(h, False)
     if as_json:
         _print_json(rep)
     else:
         _print_policy(rep, "removed")
+        if compact:
+            say_folded(_compacted_line(rep["compacted"]))
 
 
 def _print_policy(p: dict, verb: str) -> None:

@@ -19,7 +19,7 @@ from ctxkeep.errors import NotFound, StoreError
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import BACKUPS_DIR, STORE_DB, STORE_DB_SIDECARS
 from ctxkeep.sinks.lock import hold
-from ctxkeep.sinks.sqlite import copies
+from ctxkeep.sinks.sqlite import copies, pool
 from ctxkeep.sinks.sqlite.store_safety import damaged, header_problem
 from ctxkeep.timeutil import now_iso
 
@@ -97,9 +97,12 @@ def run_backup(home: Path, *, keep: int | None = None) -> dict:
     }
 
 
-def move_aside(home: Path, tag: str) -> list[str]:
+def move_aside(home: Path, tag: str, what: str) -> list[str]:
     """Move ``store.db`` and its sidecars to ``<name>.<tag>-<UTC>`` (never deleted).
-    Returns the new paths."""
+    Returns the new paths. Raises StoreBusy, moving nothing, when another process keeps
+    the store open (``pool.wait_unopened``: its connection would read the next
+    store through the moved ``-shm``; ``what``: the command, for its line)."""
+    pool.wait_unopened(home, what)
     s = stamp()
     out = []
     for name in (STORE_DB, *STORE_DB_SIDECARS):
@@ -156,7 +159,7 @@ def restore(home: Path, file: Path) -> dict:
     from ctxkeep.maintenance.reparse import from_vault
 
     with hold(home, 0, what="restore"):
-        moved = move_aside(home, "replaced")
+        moved = move_aside(home, "replaced", "restore")
         install(home, file)
         # the vault is newer than the backup: its manifest is made again from the packs
         # and every file it holds derived from it (``reparse.from_vault``), so what was

@@ -72,7 +72,7 @@ from ctxkeep.sinks import analytics_current, analytics_file, parquet
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, ARCHIVE_DIR, STORE_DB
 from ctxkeep.sinks.prices_file import prices_error
-from ctxkeep.sinks.sqlite import StatusChange, checks, store_safety
+from ctxkeep.sinks.sqlite import StatusChange, checks, pool, store_safety
 from ctxkeep.sources.contract import SourceFile
 
 
@@ -546,7 +546,7 @@ def repair(home: Path, findings: list[Finding]) -> dict:
     lost: list[str] = []
     with hold(home, 0, what="doctor --repair"):
         if bad & {"sqlite-header", "sqlite-integrity", "orphans"}:
-            moved = backup.move_aside(home, "damaged")
+            moved = backup.move_aside(home, "damaged", "doctor --repair")
             if moved:
                 actions.append("moved aside: " + ", ".join(moved))
             for b in backup.backups(home):
@@ -591,6 +591,7 @@ def repair(home: Path, findings: list[Finding]) -> dict:
             (wf,) = [f for f in findings if f.check == "sqlite-wal"]
             db, wal = home / STORE_DB, home / (STORE_DB + "-wal")
             if wal.exists():
+                pool.wait_unopened(home, "doctor --repair")
                 kind = "foreign" if store_safety.wal_verdict(db, wal)[0] == "foreign" else "stale"
                 dest = store_safety.set_wal_aside(home, kind, wf.detail.split("; ")[0])
                 what = "of another database" if kind == "foreign" else "of another generation of this store"

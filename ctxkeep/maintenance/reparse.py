@@ -53,7 +53,7 @@ from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import ddl as sqlite_ddl
 from ctxkeep.sinks.sqlite import delete as delete_store
-from ctxkeep.sinks.sqlite import requarantine
+from ctxkeep.sinks.sqlite import pool, requarantine
 from ctxkeep.sinks.sqlite.readonly import open_ro
 from ctxkeep.sinks.vault import manifest
 from ctxkeep.sources import as_stored
@@ -550,6 +550,8 @@ def reparse(
             gens = manifest.generations(live, agents=agents)
         finally:
             live.close()
+        if not dry_run:  # refused before the work, not after it (``_swap`` asks again)
+            pool.wait_unopened(home, "reparse")
         if exclude:
             out_ids = set(exclude)
             gens = [g for g in gens if g.gen_id not in out_ids]
@@ -793,10 +795,13 @@ def _json(values: list[str]) -> str:
 def _swap(home: Path, new_db: Path) -> None:
     """Put ``new_db`` in place of ``store.db``: the store checkpointed (its WAL emptied)
     and its ``-wal``/``-shm`` removed first, so no WAL of the old database meets the new
-    one; then one rename."""
+    one; then one rename. Raises StoreBusy (nothing changed) when another process keeps
+    the store open past ``pool.READERS_WAIT`` (``wait_unopened``)."""
     db = home / STORE_DB
     with closing(sqlite3.connect(db)) as c:
         c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    # a reader of another process would read the new store through the old WAL index
+    pool.wait_unopened(home, "reparse")
     for side in ("-wal", "-shm"):
         try:
             os.remove(str(db) + side)

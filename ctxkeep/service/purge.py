@@ -260,6 +260,18 @@ def compact(home: Path, *, dry_run: bool = False) -> dict:
     return run(Path(home), timeout=-1, dry_run=dry_run)
 
 
+def compact_preview(home: Path) -> dict | None:
+    """What ``compact`` would give back now (its dry run's report: ``before``,
+    ``after``, ``reclaimed``, ``free_pages``, ``pages``, ``needs``, ``disk_free``), or
+    None when there is no store yet: what ``purge --dry-run --compact`` adds to its
+    preview (the purge frees more pages than these figures count)."""
+    from ctxkeep.sinks.files import STORE_DB
+
+    if not (Path(home) / STORE_DB).exists():
+        return None
+    return compact(home, dry_run=True)
+
+
 def plan_policy(home: Path) -> dict:
     """What the ``[purge]`` rules would remove now (``purge_policy.plan_policy``:
     ``rules``, ``scopes``, ``per_rule``, ``totals``). Raises ConfigError when

@@ -14,6 +14,11 @@ busy timeout; ``give_back`` returns it. An idle connection is keyed by the file'
 device and inode: a store replaced under the same path (a restore, ``doctor --repair``)
 gets new connections, never one reading the old file. A forked child never uses the
 connections its parent kept.
+
+``wait_unopened(home, what)``: before a run replaces ``store.db`` or moves its
+``-wal``/``-shm`` (a reparse's swap, ``restore``, ``doctor --repair``), the idle
+connections kept here are closed and the run waits for other processes' connections
+to close, else refuses (StoreBusy).
 """
 
 from __future__ import annotations
@@ -21,10 +26,14 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 
+from ctxkeep.errors import StoreBusy
+from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.sqlite.connection import BUSY_TIMEOUT_MS, _open_readonly
+from ctxkeep.sinks.sqlite.store_safety import live
 
 #: idle extra connections kept in the process, all stores together
 KEEP_IDLE = 4
@@ -117,3 +126,37 @@ def close_idle() -> None:
         _idle.clear()
     for c in conns:
         c.close()
+
+
+#: how long a run about to replace ``store.db`` or move its ``-wal``/``-shm`` waits for
+#: other processes' connections to close (``wait_unopened``; a search closes its own in
+#: under a second), seconds
+READERS_WAIT = 10.0
+
+
+def wait_unopened(home: Path, what: str, *, wait: float | None = None) -> None:
+    """Return once no connection has ``<home>/store.db`` open (``store_safety.live``: the ``-shm``
+    file's DMS byte; 0.1-0.2 ms a probe), polling every 0.1 s for up to ``wait``
+    seconds (None: ``READERS_WAIT``); else raise StoreBusy naming what to close. For the runs that replace the
+    store's file or delete or move its ``-wal``/``-shm`` (``what``: the command, for the
+    line): a connection of another process that is open then, idle or reading, holds
+    the old index and reads the new files through it ("disk I/O error", then "database
+    disk image is malformed" in that process until it closes: measured session 23). A
+    ``BEGIN EXCLUSIVE`` does not tell (WAL readers do not block it); an exclusive-mode
+    connection (``locking_mode=EXCLUSIVE``) does, as this probe does, without writing.
+    This process's own connections count too (OFD locks conflict with its POSIX
+    locks): the caller closes them first; this closes the idle ones this module keeps
+    (``close_idle``).
+    The probe cannot keep a reader from opening the store in the few milliseconds
+    between it and the swap (the caller holds the store lock: no writer can)."""
+    close_idle()
+    deadline = time.monotonic() + (READERS_WAIT if wait is None else wait)
+    while live(home):
+        if time.monotonic() >= deadline:
+            raise StoreBusy(
+                f"another process has the store open (the MCP server, the app, a search): {what} "
+                "would replace its files under it",
+                where=str(Path(home) / STORE_DB),
+                hint="close the app or MCP server using this store (or let the search end), then run it again",
+            )
+        time.sleep(0.1)

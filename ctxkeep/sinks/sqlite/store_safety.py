@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import sqlite3
@@ -72,11 +73,16 @@ WAL_MAGICS = (0x377F0682, 0x377F0683)
 APPLICATION_ID = 0x6374786B
 _DMS_OFFSET = 128
 _OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", 37 if sys.platform.startswith("linux") else None)
+_OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", 36 if sys.platform.startswith("linux") else None)
+#: SQLite's lock byte of a database file (os_unix.c ``PENDING_BYTE``; RESERVED and the
+#: SHARED range follow it)
+_PENDING_BYTE = 0x40000000
 #: descriptors of the store's files this process read (``kept_fd``), by (st_dev, st_ino),
 #: oldest first; never closed while among the last ``KEPT_FDS``
 _probe_fds: dict[tuple[int, int], int] = {}
 #: how many such descriptors a process keeps (a process uses one or two stores; the
-#: suite's one process creates thousands)
+#: suite's one process creates thousands): beyond it the oldest whose store no
+#: connection has open are closed (``_closable``); those of open stores stay, however many
 KEPT_FDS = 16
 #: held while a descriptor of ``kept_fd`` is used: another thread's ``kept_fd`` may close one
 KEPT_LOCK = threading.RLock()
@@ -95,8 +101,12 @@ def kept_fd(path: Path, flags: int = os.O_RDONLY) -> int:
     close (newuser19 F15, the long-running app; ``tests/sinks/test_long_reader.py``).
     Keyed by the file's (st_dev, st_ino): a file replaced by a rename gets a new one,
     and the old file's is closed then (its disk space freed: a reparse's old store; the
-    connections still on it see a file no other process opens by name). The least
-    recently used beyond ``KEPT_FDS`` is closed. Raises OSError (the open)."""
+    connections still on it see a file no other process opens by name). Beyond
+    ``KEPT_FDS``, the least recently used are closed, but only those whose store no
+    connection has open (``_closable``): a close under this process's own connection is
+    what the descriptor is kept for (a process holding more than ``KEPT_FDS`` open stores
+    keeps them all; before session 23 the 17th file closed the oldest, open or not).
+    Raises OSError (the open)."""
     st = os.stat(path)
     key = (st.st_dev, st.st_ino)
     was = _kept_paths.get(str(path))
@@ -113,13 +123,59 @@ def kept_fd(path: Path, flags: int = os.O_RDONLY) -> int:
                 os.close(fd)
                 fd = _probe_fds.pop(key)
     _probe_fds[key] = fd  # the most recent last
-    while len(_probe_fds) > KEPT_FDS:
-        old = next(iter(_probe_fds))
-        os.close(_probe_fds.pop(old))
+    if len(_probe_fds) > KEPT_FDS:
+        over = len(_probe_fds) - KEPT_FDS
+        for old in list(itertools.islice((k for k in _probe_fds if k != key and _closable(k)), over)):
+            os.close(_probe_fds.pop(old))
     if len(_kept_paths) > 4 * KEPT_FDS:  # the paths of closed descriptors
         for p in [p for p, k in _kept_paths.items() if k not in _probe_fds]:
             del _kept_paths[p]
     return fd
+
+
+def _closable(key: tuple[int, int]) -> bool:
+    """True when closing the kept descriptor ``key`` drops no lock of a live SQLite
+    connection of this process: the file is deleted (``st_nlink`` 0: no process opens
+    it by name again), or no process holds a lock on it (``F_OFD_GETLK``, which sees
+    this process's POSIX locks too): neither on a database's lock bytes (``PENDING_BYTE``
+    0x40000000 and the 510 SHARED bytes after: a WAL-mode connection holds a SHARED lock
+    there as long as it is open, measured) nor on a ``-shm``'s (offsets 120-135: the
+    WRITE, CKPT, RECOVER, READ and DMS locks; os_unix.c). Where OFD locks are not
+    available: True (the least recently used is closed, as before session 23). Used by
+    ``kept_fd``'s bound, oldest first."""
+    fd = _probe_fds[key]
+    try:
+        if os.fstat(fd).st_nlink == 0:
+            return True
+    except OSError:
+        return True
+    return _unlocked(fd, 120, 16) and _unlocked(fd, _PENDING_BYTE, 512)
+
+
+def _unlocked(fd: int, start: int, length: int) -> bool:
+    """True when no process (this one included) holds a lock on bytes ``start`` to
+    ``start + length`` of the file open as ``fd`` (``F_OFD_GETLK``: nothing taken)."""
+    if _OFD_GETLK is None:
+        return True
+    try:  # struct flock: l_type, l_whence, l_start, l_len, l_pid (Linux x86-64/aarch64 layout)
+        r = fcntl.fcntl(fd, _OFD_GETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, start, length, 0))
+    except OSError:
+        return False
+    return struct.unpack("hhqqi4x", r)[0] == fcntl.F_UNLCK
+
+
+def _dms_free(fd: int) -> bool:
+    """True when no connection (this process's included) holds the DMS byte of the
+    ``-shm`` open as ``fd`` (an OFD write lock on it can be taken, and is released at
+    once); False where OFD locks are not available."""
+    if _OFD_SETLK is None:
+        return False
+    try:  # struct flock: l_type, l_whence, l_start, l_len, l_pid (Linux x86-64/aarch64 layout)
+        fcntl.fcntl(fd, _OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0))
+    except OSError:
+        return False
+    fcntl.fcntl(fd, _OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_UNLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0))
+    return True
 
 
 class StoreDamaged(StoreError):
@@ -378,14 +434,7 @@ def live(home: Path) -> bool:
             fd = kept_fd(shm, os.O_RDWR)  # kept open: a close would drop SQLite's locks on it
         except OSError:
             return True  # cannot tell: leave the WAL to SQLite
-        # struct flock: l_type, l_whence, l_start, l_len, l_pid (Linux x86-64/aarch64 layout)
-        lock = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0)
-        try:
-            fcntl.fcntl(fd, _OFD_SETLK, lock)
-        except OSError:
-            return True
-        fcntl.fcntl(fd, _OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_UNLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0))
-        return False
+        return not _dms_free(fd)
 
 
 def wal_verdict(db: Path, wal: Path) -> tuple[str, str]:
