@@ -13,7 +13,8 @@ idle one is closed first).
 busy timeout; ``give_back`` returns it. An idle connection is keyed by the file's path,
 device and inode: a store replaced under the same path (a restore, ``doctor --repair``)
 gets new connections, never one reading the old file. A forked child never uses the
-connections its parent kept.
+connections its parent kept. An idle connection is closed after ``IDLE_CLOSE`` seconds
+(a daemon timer), so a process that has stopped searching holds the store no more.
 
 ``wait_unopened(home, what)``: before a run replaces ``store.db`` or moves its
 ``-wal``/``-shm`` (a reparse's swap, ``restore``, ``doctor --repair``), the idle
@@ -37,18 +38,29 @@ from ctxkeep.sinks.sqlite.store_safety import live
 
 #: idle extra connections kept in the process, all stores together
 KEEP_IDLE = 4
+#: seconds an idle connection is kept before a timer closes it: a long-lived process
+#: (the MCP server, the app) holds no pooled connection once it has stopped searching,
+#: so a run that replaces the store's files (``wait_unopened``, ``READERS_WAIT`` 10 s)
+#: finds it closed instead of refusing (``CTXKEEP_POOL_IDLE_SECONDS``)
+IDLE_CLOSE = float(os.environ.get("CTXKEEP_POOL_IDLE_SECONDS", "") or 3.0)
 
 _Key = tuple[str, int, int, int]
 _idle: OrderedDict[_Key, list[sqlite3.Connection]] = OrderedDict()
 _lock = threading.Lock()
+#: when each idle connection was given back (``time.monotonic``), by ``id``
+_since: dict[int, float] = {}
+#: the pending timer that closes connections idle past ``IDLE_CLOSE`` (None: none)
+_timer: threading.Timer | None = None
 #: a forked child's inherited idle connections: never used (SQLite: a connection must
 #: not cross a fork) nor closed (closing could touch the parent's files), only kept
 _forked: list[sqlite3.Connection] = []
 
 
 def _after_fork_in_child() -> None:
-    global _lock
+    global _lock, _timer
     _lock = threading.Lock()
+    _timer = None
+    _since.clear()
     _forked.extend(c for v in _idle.values() for c in v)
     _idle.clear()
 
@@ -86,6 +98,7 @@ def borrow(conn: sqlite3.Connection) -> Borrowed | None:
         free = _idle.get(key)
         if free:
             other = free.pop()
+            _since.pop(id(other), None)
             if not free:
                 del _idle[key]
             return Borrowed(other, key)
@@ -109,14 +122,55 @@ def give_back(b: Borrowed, *, reuse: bool = True) -> None:
     drop: list[sqlite3.Connection] = []
     with _lock:
         _idle.setdefault(b.key, []).append(b.conn)
+        _since[id(b.conn)] = time.monotonic()
         _idle.move_to_end(b.key)
         while sum(len(v) for v in _idle.values()) > KEEP_IDLE:
             k = next(iter(_idle))
             drop.append(_idle[k].pop(0))
+            _since.pop(id(drop[-1]), None)
             if not _idle[k]:
                 del _idle[k]
+        _arm(IDLE_CLOSE)
     for c in drop:
         c.close()
+
+
+def _arm(delay: float) -> None:
+    """Start the idle timer in ``delay`` seconds unless one is pending (under ``_lock``).
+    A daemon thread: it never keeps a process from exiting."""
+    global _timer
+    if _timer is None:
+        _timer = threading.Timer(max(delay, 0.01), _close_stale)
+        _timer.daemon = True
+        _timer.start()
+
+
+def _close_stale() -> None:
+    """The timer: close the idle connections given back ``IDLE_CLOSE`` seconds ago or
+    more (taken out of ``_idle`` under the lock first, so none is borrowed while it
+    closes), and re-arm for the youngest left. Raises nothing."""
+    global _timer
+    drop: list[sqlite3.Connection] = []
+    with _lock:
+        _timer = None
+        now = time.monotonic()
+        for k in list(_idle):
+            keep = [c for c in _idle[k] if now - _since.get(id(c), now) < IDLE_CLOSE]
+            drop += [c for c in _idle[k] if c not in keep]
+            if keep:
+                _idle[k] = keep
+            else:
+                del _idle[k]
+        for c in drop:
+            _since.pop(id(c), None)
+        if _idle:
+            youngest = max(_since.get(id(c), now) for v in _idle.values() for c in v)
+            _arm(youngest + IDLE_CLOSE - now)
+    for c in drop:
+        try:
+            c.close()
+        except sqlite3.Error:
+            pass
 
 
 def close_idle() -> None:
@@ -124,6 +178,7 @@ def close_idle() -> None:
     with _lock:
         conns = [c for v in _idle.values() for c in v]
         _idle.clear()
+        _since.clear()
     for c in conns:
         c.close()
 
