@@ -105,7 +105,7 @@ def lower_sql(fts: str, match: str, mid: int, window: int, top: int) -> retrieve
     rank = retrieve.rank_expr(fts, True, 4, 5) if top < window else retrieve.rank_expr(fts, True, 4)
     return retrieve.Sql(
         f"SELECT rowid, {rank} FROM {fts} WHERE {fts} MATCH ?1 AND rowid < ?2 ORDER BY rowid DESC LIMIT ?3",
-        (match, mid, window, retrieve.phrase_keys(match), top),
+        (match, mid, window, retrieve.phrase_keys(match), *([top] if top < window else [])),
     )
 
 
@@ -187,12 +187,13 @@ def ranked(
         lower.stop = True
         raise
     walked = up[0][2] if up else 0
-    if walked >= window:
+    if asc and walked > window:  # more matches than the counts said (a commit since): run whole
         lower.stop = True
-        if asc:  # more matches than the counts said (a commit since): run whole
-            taken[1] += 1
-            return None
+        taken[1] += 1
+        return None
+    if walked >= window:
         # the window lies above mid: the statement's own rows, walked as it walks them
+        lower.stop = True
         return [(r[0], r[1]) for r in up]
     rows = lower.wait(window - walked)
     if rows is None or conn.execute("PRAGMA data_version").fetchone()[0] != before:
