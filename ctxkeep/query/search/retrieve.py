@@ -200,9 +200,9 @@ def newest_ranked(
     ``split`` (``query.search.split.ranked``): run a heavy statement as two rowid
     ranges on two connections at once; it gives the same rows, or None (not split)."""
     if native and split is not None:
-        rows = split(conn, fts, match, window, n, n if top is None else top, terms or match)
-        if rows is not None:
-            return rows
+        halves = split(conn, fts, match, window, n, n if top is None else top, terms or match)
+        if halves is not None:
+            return halves
     if native and within_window(conn, fts, terms or match, window):
         rows = conn.execute(*newest_ranked_sql(fts, match, window, n, native, top, asc=True)).fetchall()
         if not rows or rows[0][2] <= window:
@@ -735,7 +735,12 @@ def symbols_table(conn: sqlite3.Connection) -> str:
 
 
 def ranked_window(
-    conn: sqlite3.Connection, fts: str, match: str, n: int, terms: str | None = None, split: Split | None = None
+    conn: sqlite3.Connection,
+    fts: str,
+    match: str,
+    n: int,
+    terms: str | None = None,
+    split: Split | None = None,
 ) -> tuple[list[tuple[int, float]], int]:
     """The ``n`` best ``(chunk_id, rank)`` among the ``RANK_WINDOW`` newest matches of
     ``match`` (``ranked_sql``), and the window floor: the chunk id of the next older
