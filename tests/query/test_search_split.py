@@ -57,6 +57,7 @@ def test_a_split_statement_gives_the_rows_of_the_whole_one(conn, monkeypatch, at
     monkeypatch.setattr(split, "SPLIT_POSTINGS", 0)
     monkeypatch.setattr(split, "SPLIT_AT", at)
     ties = 0
+    raced = split.taken[2]
     for terms, facets in SHAPES:
         match = f"({terms}) AND {facets}" if facets else terms
         for window, n, top in ((5, 5, 5), (40, 10, 10), (400, 50, 50), (2001, 2001, 51), (2000, 50, 2001)):
@@ -72,6 +73,7 @@ def test_a_split_statement_gives_the_rows_of_the_whole_one(conn, monkeypatch, at
             assert sorted(r[0] for r in got) == sorted(r[0] for r in whole), (match, window)
             ties += sum(1 for a, b in zip(whole[:k], whole[1:k], strict=False) if a[1] == b[1])
     assert ties > 0  # equal ranks were among the compared rows: their order was checked
+    assert split.taken[2] > raced  # the ANDs of several phrases ran as a race (``_race``)
 
 
 def test_a_heavy_statement_of_a_search_is_split_and_gives_the_same_hits(conn, monkeypatch):
