@@ -284,8 +284,10 @@ def _worker() -> None:
                 "ksteps": _STEPS[0],
                 "hits": _digest(found),
                 "ahead": _AHEAD[0],
+                "split": _SPLIT[0],
             }
             _AHEAD[0] = 0
+            _SPLIT[0] = 0
         elif op == "profile":
             res = _profile(conn, req["q"], req["f"])
         elif op == "relevance":
@@ -302,6 +304,9 @@ _AHEAD = [0]
 
 #: CPU seconds the thread of a search spent while the search waited for it
 _WAITED = [0.0]
+
+#: window statements split in two rowid ranges since the last answer
+_SPLIT = [0]
 
 
 def _count_ahead() -> None:
@@ -351,6 +356,25 @@ def _count_ahead() -> None:
     ahead.Ahead._run = run_timed
     ahead.Ahead.take = waited(take)
     ahead.Ahead.close = waited(close)
+    try:  # a heavy window statement split in two rowid ranges (``query.search.split``)
+        from ctxkeep.query.search import split
+    except ImportError:  # a checkout before it
+        return
+    lower_start, lower_run, lower_wait = split.Lower.start, split.Lower._run, split.Lower.wait
+
+    def split_counted(self):
+        _SPLIT[0] += 1
+        lower_start(self)
+
+    def lower_timed(self):
+        try:
+            lower_run(self)
+        finally:
+            self.cpu_at_end = time.thread_time()
+
+    split.Lower.start = split_counted
+    split.Lower._run = lower_timed
+    split.Lower.wait = waited(lower_wait)
 
 
 #: keyword arguments of this worker's ``search`` calls (``parallel=False`` for a serial side)
@@ -567,6 +591,7 @@ def main(argv: list[str] | None = None) -> None:
     loads = [os.getloadavg()[0]]
     digests: dict[str, dict[tuple[str, str], set[str]]] = {s.name: {} for s in sides}
     ahead = {s.name: 0 for s in sides}
+    splits = {s.name: 0 for s in sides}
     path: dict[str, list[float]] = {s.name: [] for s in sides}  # critical-path CPU ms
     crit: dict[str, dict[tuple[str, str], float]] = {s.name: {} for s in sides}  # per query, worst round
     over: dict[str, list[list[tuple[float, str, dict]]]] = {
@@ -579,6 +604,7 @@ def main(argv: list[str] | None = None) -> None:
                 r = s.ask(op="q", q=q, f=f, fresh=s.fresh)
                 digests[s.name].setdefault((q, json.dumps(f)), set()).add(r.get("hits", "?"))
                 ahead[s.name] += r.get("ahead", 0)
+                splits[s.name] += r.get("split", 0)
                 times[s.name].append((r["ms"], q, f))
                 cell = (r["cpu_ms"], r.get("ksteps", -1))
                 if kind_of(q, f) != "misspelled":  # as "all"
@@ -602,6 +628,10 @@ def main(argv: list[str] | None = None) -> None:
         "searches that ran lists ahead on a second connection: "
         + ", ".join(f"{n} {ahead[n]} of {len(times[n])}" for n in names)
         + f" (this side: --ahead {a.ahead}; auto = when the load average leaves a core free)"
+    )
+    print(
+        "window statements split in two rowid ranges (query.search.split): "
+        + ", ".join(f"{n} {splits[n]}" for n in names)
     )
     kinds = ["all"] + sorted({kind_of(q, f) for q, f in qs})
     print(f"{'kind':16s} {'n':>4s}  " + "  ".join(f"{n + ' p50/p95/p99':>26s}" for n in names))

@@ -157,7 +157,9 @@ def test_filtered_search_with_facets_equals_the_exact_check(corpus_store, monkey
     matches: list[str] = []
     window = retrieve.ranked_window
     monkeypatch.setattr(
-        retrieve, "ranked_window", lambda c, fts, m, n, t=None: matches.append(m) or window(c, fts, m, n, t)
+        retrieve,
+        "ranked_window",
+        lambda c, fts, m, n, t=None, s=None: matches.append(m) or window(c, fts, m, n, t, s),
     )
     with_facets = {
         (q, i): [h.entry_id for h in S.search(conn, q, filters=S.Filters(**f), limit=10).hits]

@@ -496,3 +496,41 @@ def test_a_list_believed_within_the_window_walks_newest_first_when_it_is_not(tmp
     assert ["ASC" in s for s in sql if not s.startswith("--")] == [True, False]  # then newest first
     r.close()
     w.close()
+
+
+def test_a_count_put_on_a_connection_is_the_one_it_ranks_with_until_the_database_changes(tmp_path):
+    """``put_count`` (the split's hand-over, ``query.search.split``): the next statement
+    ranks with the count given, without walking the phrase (a cache hit, no miss); a
+    commit the connection has not seen yet drops it, and the phrase is walked again."""
+    db = tmp_path / "t.db"
+    w = sqlite3.connect(db, isolation_level=None)
+    w.execute("PRAGMA journal_mode=WAL")
+    w.execute("CREATE VIRTUAL TABLE t USING fts5(a)")
+    w.executemany("INSERT INTO t VALUES (?)", [("alpha beta",)] * 30 + [("beta",)] * 20)
+    r = sqlite3.connect(db, isolation_level=None)
+    assert native_rank.ready(r)
+    r.execute("SELECT count(*) FROM t").fetchone()
+    sql = "SELECT rowid, ck_bm25(t, 't', ?2, 1.0) FROM t WHERE t MATCH ?1 ORDER BY rowid"
+    ref = sqlite3.connect(db, isolation_level=None)
+    exact = ref.execute(
+        "SELECT rowid, bm25(t, 1.0) FROM t WHERE t MATCH ? ORDER BY rowid", ('"alpha"',)
+    ).fetchall()
+    assert native_rank.put_count(r, "t", '"alpha"', 30)  # the true count
+    hits, misses = native_rank.stats(r)
+    assert r.execute(sql, ('"alpha"', '"alpha"')).fetchall() == exact
+    assert native_rank.stats(r) == (hits + 1, misses)  # ranked with the count given
+    assert native_rank.put_count(r, "t", '"alpha"', 7)  # a count it would not walk to: used as given
+    assert native_rank.cached_count(r, "t", '"alpha"') == 7
+    assert r.execute(sql, ('"alpha"', '"alpha"')).fetchall() != exact
+    w.executemany("INSERT INTO t VALUES (?)", [("alpha",)] * 20)  # not seen by r yet
+    assert native_rank.put_count(r, "t", '"alpha"', 7)
+    rows = r.execute(sql, ('"alpha"', '"alpha"')).fetchall()  # its read sees the commit: walked again
+    assert (
+        rows
+        == ref.execute(
+            "SELECT rowid, bm25(t, 1.0) FROM t WHERE t MATCH ? ORDER BY rowid", ('"alpha"',)
+        ).fetchall()
+    )
+    assert native_rank.cached_count(r, "t", '"alpha"') == 50
+    for c in (r, w, ref):
+        c.close()

@@ -62,7 +62,7 @@ from __future__ import annotations
 import sqlite3
 
 from ctxkeep.errors import SearchSyntaxError
-from ctxkeep.query.search import rank, render, retrieve, suggest
+from ctxkeep.query.search import rank, render, retrieve, split, suggest
 from ctxkeep.query.search.ahead import Ahead, Guess, Job, core_free
 from ctxkeep.query.search.parse import (
     _WORD_RE,
@@ -179,7 +179,8 @@ def search(
             all the terms, each checked to find something (False: none; the check's
             own searches).
         parallel: run the lists that do not wait for the word list (and one guessed
-            ahead of it) on a second read-only connection in a thread (``ahead``);
+            ahead of it) on a second read-only connection in a thread (``ahead``), and
+            split a heavy window statement in two rowid ranges walked at once (``split``);
             None (the default): when a core is free for it (``ahead.core_free``). The
             hits are the same either way.
         _first_hit: raise ``_Found`` as soon as a list holds a candidate (``finds``).
@@ -206,6 +207,9 @@ def search(
     vt: list[tuple[str, str | None]] = []  # each word term with its vocabulary expression
 
     ahead: Ahead | None = None  # lists run ahead on a second connection (``ahead``)
+    # a second core for this search: lists run ahead, heavy window statements split
+    two = bool(parallel or (parallel is None and core_free()))
+    splitter = split.ranked if two else None
 
     def run(
         name: str, fts: str | None, match: str | None, rows: list[tuple[int, float]] | None = None
@@ -232,7 +236,7 @@ def search(
                     raise _Found
         if rows is None:
             rows = retrieve.fts_ids(
-                conn, fts or retrieve.symbols_table(conn), match, filters, n, passed, facets
+                conn, fts or retrieve.symbols_table(conn), match, filters, n, passed, facets, splitter
             )
         retrieve.load_candidates(conn, [r[0] for r in rows], filters, cache)
         ranked = rank.ranked_contents(rows, cache)
@@ -267,7 +271,7 @@ def search(
         absent = _absent_terms(conn, query, filters.facet_match()) if several and facets else set()
         anym = any_match(query, absent) if several else None
         no_words = bool(absent & set(words_parts(query)))  # the words list has no match
-        if parallel or (parallel is None and core_free()):
+        if two:
             ahead = _ahead(
                 conn, filters, n, passed, facets, query, wm, phrase, grams, symbols, anym, cjk, no_words
             )

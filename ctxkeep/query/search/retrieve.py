@@ -77,6 +77,11 @@ def _entry_cols(a: str) -> str:
     )
 
 
+#: ``query.search.split.ranked``'s shape: ``(conn, fts, match, window, n, top, terms)``
+#: -> the rows of ``newest_ranked``, or None when the statement is not split
+Split = Callable[[sqlite3.Connection, str, str, int, int, int, str], "list[tuple[int, float]] | None"]
+
+
 class Sql(NamedTuple):
     """One SQLite statement and its parameters (``conn.execute(*sql)``)."""
 
@@ -182,6 +187,7 @@ def newest_ranked(
     native: bool,
     top: int | None = None,
     terms: str | None = None,
+    split: Split | None = None,
 ) -> list[tuple[int, float]]:
     """The rows of ``newest_ranked_sql`` (``(rowid, rank)``), walked oldest first when
     the counts ``conn`` keeps bound ``terms`` (default ``match``; ``match`` is
@@ -189,7 +195,14 @@ def newest_ranked(
     statement counts what it walked, in its own read transaction: more than
     ``window`` (another connection committed rows after the counts were kept, which
     the counts' own check sees only inside a statement) and it is run newest first,
-    so the rows are always the ``window`` newest matches'."""
+    so the rows are always the ``window`` newest matches'.
+
+    ``split`` (``query.search.split.ranked``): run a heavy statement as two rowid
+    ranges on two connections at once; it gives the same rows, or None (not split)."""
+    if native and split is not None:
+        halves = split(conn, fts, match, window, n, n if top is None else top, terms or match)
+        if halves is not None:
+            return halves
     if native and within_window(conn, fts, terms or match, window):
         rows = conn.execute(*newest_ranked_sql(fts, match, window, n, native, top, asc=True)).fetchall()
         if not rows or rows[0][2] <= window:
@@ -205,6 +218,22 @@ def match_bound(conn: sqlite3.Connection, fts: str, terms: str) -> int | None:
     phrase; parentheses are ignored, which one operator allows): for ANDs the least
     kept count, for ORs the sum of all (None when one is not kept); None for ``NOT``,
     mixed operators, a facet filter or any other shape."""
+    shape = term_phrases(terms)
+    if shape is None:
+        return None
+    phrases, ops = shape
+    counts = [native_rank.cached_count(conn, fts, p) for p in phrases]
+    if ops == {"OR"}:
+        return None if None in counts else sum(c for c in counts if c is not None)
+    known = [c for c in counts if c is not None]
+    return min(known) if known else None
+
+
+def term_phrases(terms: str) -> tuple[list[str], set[str]] | None:
+    """The quoted phrases of ``terms`` (as written, each a ``phrase_keys`` part) and the
+    operators joining them (``{"AND"}``, ``{"OR"}``, or none for one phrase), for the
+    shapes ``match_bound`` takes; None for any other (``NOT``, mixed operators, a facet
+    filter, a bare word)."""
     phrases: list[str] = []
     ops: set[str] = set()
     pos = 0
@@ -224,11 +253,7 @@ def match_bound(conn: sqlite3.Connection, fts: str, terms: str) -> int | None:
             return None
     if not phrases or not (ops <= {"AND"} or ops == {"OR"}):
         return None
-    counts = [native_rank.cached_count(conn, fts, p) for p in phrases]
-    if ops == {"OR"}:
-        return None if None in counts else sum(c for c in counts if c is not None)
-    known = [c for c in counts if c is not None]
-    return min(known) if known else None
+    return phrases, ops
 
 
 def within_window(conn: sqlite3.Connection, fts: str, terms: str, window: int) -> bool:
@@ -710,7 +735,12 @@ def symbols_table(conn: sqlite3.Connection) -> str:
 
 
 def ranked_window(
-    conn: sqlite3.Connection, fts: str, match: str, n: int, terms: str | None = None
+    conn: sqlite3.Connection,
+    fts: str,
+    match: str,
+    n: int,
+    terms: str | None = None,
+    split: Split | None = None,
 ) -> tuple[list[tuple[int, float]], int]:
     """The ``n`` best ``(chunk_id, rank)`` among the ``RANK_WINDOW`` newest matches of
     ``match`` (``ranked_sql``), and the window floor: the chunk id of the next older
@@ -735,7 +765,7 @@ def ranked_window(
         return _ranked_by_terms(conn, fts, match, terms, n)
     if n > RANK_WINDOW or terms is not None:  # the whole window: ranked with the next older match, dropped
         # (the best n + 1 ranked exactly: the floor, dropped, may be one of them)
-        rows = newest_ranked(conn, fts, match, RANK_WINDOW + 1, RANK_WINDOW + 1, native, n + 1, terms)
+        rows = newest_ranked(conn, fts, match, RANK_WINDOW + 1, RANK_WINDOW + 1, native, n + 1, terms, split)
         floor = min(r[0] for r in rows) if len(rows) > RANK_WINDOW else 0
         return [r for r in rows if r[0] != floor][:n], floor
     count, oldest = conn.execute(*window_floor_sql(fts, match)).fetchone()
@@ -811,6 +841,7 @@ def fts_ids(
     n: int,
     passed: dict[int, bool] | None = None,
     facets: bool = False,
+    split: Split | None = None,
 ) -> list[tuple[int, float]]:
     """Top ``n`` ``(chunk_id, rank)`` of one FTS table for ``match`` (best first, BM25
     rank ascending), among the ``RANK_WINDOW`` newest matches (passing the filters).
@@ -821,6 +852,8 @@ def fts_ids(
     ``passed`` (chunk id → whether one of its entries passes ``filters``) is a memo
     shared by the lists of one search: the lists match mostly the same chunks, and
     the filter check (~10 µs a chunk) is the main cost of a filtered search.
+    ``split``: a heavy window statement run as two rowid ranges on two connections
+    (``newest_ranked``; the same rows).
     Raises ``sqlite3.OperationalError`` when FTS5 cannot parse ``match``."""
     fmatch = filters.facet_match() if facets else None
     terms = None
@@ -830,8 +863,8 @@ def fts_ids(
             filters = Filters()
     if filters.is_empty():
         if terms is None:  # no floor needed: one walk (``newest_ranked_sql``)
-            return newest_ranked(conn, fts, match, RANK_WINDOW, n, native_rank.ready(conn))
-        return ranked_window(conn, fts, match, n, terms)[0]
+            return newest_ranked(conn, fts, match, RANK_WINDOW, n, native_rank.ready(conn), split=split)
+        return ranked_window(conn, fts, match, n, terms, split)[0]
     where = filters.sql("e")
     memo: dict[int, bool] = {} if passed is None else passed
     content_of = memo.content_of if isinstance(memo, Passed) else None
@@ -850,7 +883,7 @@ def fts_ids(
     #    as checking all, at a fraction of the cost when the filters are not selective)
     #    Every match of the window is fetched with its rank (BM25 costs per match of
     #    the window whatever the LIMIT), so step 2 need not rank these again.
-    window, floor = ranked_window(conn, fts, match, RANK_WINDOW + 1, terms)
+    window, floor = ranked_window(conn, fts, match, RANK_WINDOW + 1, terms, split)
     if not window:  # no match at all: step 2 would find none either
         return []
     rows = window[:FILTER_DEPTH]

@@ -646,6 +646,30 @@ int ck_cached_count(sqlite3 *db, const char *key, int n, sqlite3_int64 *out) {
   return 1;
 }
 
+/* keep nHit as the document count of one phrase on db (key as ck_cached_count's), as if
+** db had counted it: for a partition of one statement run on db (a second connection to
+** the same file) with counts another connection keeps. The cache is checked first
+** (cache_check: stamped with db's data version as of its last read), so a commit db has
+** not seen yet empties it at db's next statement, this count included; the caller gives
+** counts valid for the database as it is now. 1 when kept, else 0 (not registered, inside
+** a transaction). Called on the thread using db, between its statements */
+int ck_put_count(sqlite3 *db, const char *key, int n, sqlite3_int64 nHit) {
+  Cache *c = 0;
+  if (!g_ready) return 0;
+  pthread_mutex_lock(&g_lock);
+  for (Cache *x = g_registry; x && !c; x = x->nextConn)
+    if (x->db == db && !x->broken) c = x;
+  pthread_mutex_unlock(&g_lock);
+  if (!c) return 0;
+  cache_check(c);
+  if (!c->valid) return 0;
+  uint64_t h = fnv(key, n);
+  Entry *e = cache_find(c, key, n, h);
+  if (e) e->nHit = nHit;
+  else cache_put(c, key, n, h, nHit);
+  return 1;
+}
+
 /* empty the count caches of every connection (benchmarks: a search as a new process
 ** runs it, with no counts from earlier searches): each cache empties itself at its next
 ** use (cache_check), on the thread using it */

@@ -70,6 +70,7 @@ def _load() -> ctypes.PyDLL | None:
         lib.ck_top_stats.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         lib.ck_data_version.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         lib.ck_cached_count.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p]
+        lib.ck_put_count.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_longlong]
         if not lib.ck_init(handle) or lib.ck_libversion() != _version_number():
             return None
     except (OSError, AttributeError, ImportError):
@@ -145,6 +146,23 @@ def cached_count(conn: sqlite3.Connection, table: str, phrase: str) -> int | Non
     key = f"{table}\x1e{phrase}".encode()
     out = ctypes.c_longlong(0)
     return out.value if lib.ck_cached_count(db, key, len(key), ctypes.byref(out)) else None
+
+
+def put_count(conn: sqlite3.Connection, table: str, phrase: str, count: int) -> bool:
+    """Keep ``count`` on ``conn`` as ``phrase``'s document count in ``table`` (as
+    ``cached_count`` reads it back), as if ``conn`` had counted it: a partition of one
+    statement run on a second connection ranks with the counts the first keeps
+    (``query.search.split``). ``conn``'s cache is checked against its data version
+    first, so a commit it has not seen yet empties it (this count too) at its next
+    statement: ``count`` must be valid for the database as it is now (read with
+    ``cached_count`` right after ``PRAGMA data_version`` on the connection keeping it).
+    False when not kept (no library, not registered, inside a transaction)."""
+    lib = _load()
+    db = _db(conn)
+    if lib is None or not db or not ready(conn):
+        return False
+    key = f"{table}\x1e{phrase}".encode()
+    return bool(lib.ck_put_count(db, key, len(key), count))
 
 
 def stats(conn: sqlite3.Connection) -> tuple[int, int]:
