@@ -25,6 +25,7 @@ from conftest import CORPUS_HOME
 from ctxkeep.pipeline import engine as pipeline
 from ctxkeep.pipeline import reader_process as read_worker
 from ctxkeep.pipeline import transform
+from ctxkeep.pipeline import writer as writer_mod
 from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer, sync_analytics
 from ctxkeep.pipeline.plan import plan
 from ctxkeep.pipeline.readahead import ReadAhead, ReadItem, read_files
@@ -711,12 +712,15 @@ def test_the_writer_ingest_holds_only_the_groups_not_yet_committed(tmp_path, mon
         sizes.append(len(self.entries))
 
     monkeypatch.setattr(transform.InFlight, "prune", prune)
+    # transactions of ~150 new entries or more (the corpus's 3,890 would fit one of TXN_ROWS)
+    monkeypatch.setattr(writer_mod, "TXN_ROWS", 150)
     par = _ingest(tmp_path / "par", ctx, writer=True)
     seq = _ingest(tmp_path / "seq", ctx, writer=False)
     assert par == seq and _fingerprint(tmp_path / "par") == _fingerprint(tmp_path / "seq")
     assert len(sizes) > 10 and min(lags) >= 0
-    # at most the groups in flight (WRITE_AHEAD + the one loading): far below the 3,890
-    # entries of the run (an InFlight that kept every entry ends near 3,890)
+    # at most the groups of the open transaction and those in flight (WRITE_AHEAD + the
+    # one loading): far below the 3,890 entries of the run (an InFlight that kept every
+    # entry ends near 3,890)
     assert max(sizes) < par["entries_new"] / 2
 
 
