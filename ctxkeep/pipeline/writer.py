@@ -319,12 +319,9 @@ class Writer:
         self.pending.append((g, n, first))
         self.txn_rows += n
         self.txn_bytes += g.bytes_read
-        if (
-            not several
-            or self.txn_rows >= TXN_ROWS
-            or self.txn_bytes >= TXN_BYTES
-            or time.monotonic() - self.txn_began >= TXN_SECONDS
-        ):
+        # (its age is checked where the thread waits for the next group: while groups
+        # queue up, the writer being the slower side, only rows and bytes bound it)
+        if not several or self.txn_rows >= TXN_ROWS or self.txn_bytes >= TXN_BYTES:
             self._commit(conn)
 
     def _commit(self, conn) -> None:
