@@ -253,9 +253,7 @@ def _duck(store: Path) -> dict[str, list]:
     con = duckdb.connect(str(store / "analytics.duckdb"), read_only=True)
     try:
         return {
-            "entries": con.execute(
-                "SELECT * FROM entries ORDER BY sqlite_rowid"
-            ).fetchall(),
+            "entries": con.execute("SELECT * FROM entries ORDER BY sqlite_rowid").fetchall(),
             "usage": con.execute("SELECT * FROM usage ORDER BY usage_key").fetchall(),
         }
     finally:
