@@ -238,6 +238,8 @@ def test_a_part_over_the_stream_cap_is_streamed_one_group_at_a_time(tmp_path, mo
     monkeypatch.setattr(claude_code, "read", functools.partial(claude_code.read, batch_bytes=8 * 1024))
     monkeypatch.setattr(plan_mod, "PART_BYTES", 1)  # a part per file
     monkeypatch.setattr(engine, "STREAM_PART_BYTES", big.stat().st_size - 1)  # the big file's part only
+    # a transaction a group (else the groups of the writer's open transaction add to the lag)
+    monkeypatch.setattr(writer_mod, "TXN_ROWS", 1)
     stored, lag, streamed = [0], [], [0]
     real = engine.extract_transform
 
