@@ -105,8 +105,8 @@ class Group:
 
 
 def _load_group(conn, g: Group, usage_held: set[str] | None = None) -> tuple[int, int | None]:
-    """Load one group (``load_batch``: a transaction of its own, or a savepoint of the
-    caller's open one) and return ``(new entries, first rowid)`` (``_first_rowid``,
+    """Load one group (``load_batch``: a transaction of its own, or in the caller's
+    open one) and return ``(new entries, first rowid)`` (``_first_rowid``,
     read in that transaction); adds to ``usage_held`` the usage keys the store held
     before it. Nothing for a group without frames (it only closes files)."""
     if g.frames is None:
@@ -207,26 +207,26 @@ class Writer:
     (``sqlite_store.sibling``) when ``thread`` and ``conn`` is a database file, else
     in the caller's thread on ``conn`` (an in-memory database; ``threaded`` tells).
 
-    The writer thread stores several groups in one SQLite transaction, each group in a
-    savepoint of it (``load_batch``: the statements, rowids and term ids of a
-    transaction a group), and commits once the transaction holds ``TXN_ROWS`` new
+    The writer thread stores several groups in one SQLite transaction (``load_batch``
+    joins it: the statements, rowids and term ids of a transaction a group), and commits once the transaction holds ``TXN_ROWS`` new
     entries or ``TXN_BYTES`` raw bytes, or has been open ``TXN_SECONDS`` (also while
     the thread waits for the next group), and at ``close``. In the caller's thread
     each group commits alone. Everything that follows a group's commit follows the
     real COMMIT, group by group in order: ``stored`` (``transform.InFlight``'s
     ``committed``), the figures in ``tot``, ``on_bytes(raw bytes)`` and
     ``on_commit(n, first_rowid, entries)``, called in the thread that stored it.
-    A group's vault pack is written (durable) before its savepoint, so before the
-    COMMIT of the rows that name it. A kill before a COMMIT loses the groups of that
+    A group's vault pack is written (durable) before its rows are loaded, so before
+    the COMMIT of the rows that name it. A kill before a COMMIT loses the groups of that
     transaction with their watermarks: the next ingest reads them again.
     ``usage_held``: a set the usage keys each group may update in place are added to
     (``load_batch``'s), e.g. ``AnalyticsSyncer.usage_held``; read it after ``close``.
     Past ``USAGE_HELD_MAX`` keys it is left holding ``HELD_OVERFLOW`` alone.
 
-    The first error stops the thread: the groups stored before the failed one in the
-    open transaction are committed (its savepoint rolled back), later groups are not
-    loaded (as in a sequential run, where the error ends the run), and ``put``/``close``
-    raise it in the caller's thread."""
+    The first error stops the thread: a failed load rolls back the open transaction
+    with the groups stored in it (not accounted; the next ingest reads them again from
+    their watermarks), an error before the load (the vault's pack) commits them; later
+    groups are not loaded (as in a sequential run, where the error ends the run), and
+    ``put``/``close`` raise it in the caller's thread."""
 
     def __init__(
         self,
@@ -294,7 +294,7 @@ class Writer:
                 self._store(self.conn, g, several=True)
             except BaseException as e:  # raised in the caller's thread
                 self.error = e
-                self._commit_or_fail(self.conn)  # the groups before it
+                self._commit_or_fail(self.conn)  # (a failed load rolled back its transaction)
 
     def _store(self, conn, g: Group, several: bool) -> None:
         """Load ``g`` into the open transaction (begun here if none is) and commit when
@@ -308,9 +308,8 @@ class Writer:
             self.txn_began = time.monotonic()
         try:
             n, first = _load_group(conn, g, self.usage_held)
-        except BaseException:
-            if not self.pending and conn.in_transaction:  # a transaction begun for it alone
-                conn.execute("ROLLBACK")
+        except BaseException:  # the open transaction is rolled back, its groups with it
+            self._rollback(conn)
             raise
         self._held_bound()
         if g.frames is not None:  # what the accounting needs of them: the new entries
@@ -332,12 +331,17 @@ class Writer:
             try:
                 conn.execute("COMMIT")
             except BaseException:
-                self.pending.clear()
-                self.txn_rows = self.txn_bytes = 0
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                self._rollback(conn)
                 raise
         self._committed()
+
+    def _rollback(self, conn) -> None:
+        """Roll back the open transaction: its groups are not stored (their watermarks
+        neither: the next ingest reads them again) and are not accounted."""
+        self.pending.clear()
+        self.txn_rows = self.txn_bytes = 0
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
 
     def _committed(self) -> None:
         pending, self.pending = self.pending, []

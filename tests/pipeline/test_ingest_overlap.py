@@ -180,8 +180,15 @@ def test_transform_batch_treats_seen_contents_as_known(store_home, tmp_path):
     assert len(seen.entries) == 4 and seen.contents[h] == tok
 
 
-def test_a_failed_group_stops_the_writer_and_later_groups_are_not_stored(tmp_path, monkeypatch):
+@pytest.mark.parametrize("txn_rows", [1, 100_000])
+def test_a_failed_group_stops_the_writer_and_later_groups_are_not_stored(tmp_path, monkeypatch, txn_rows):
+    """The second group fails: nothing after it is loaded. With a transaction a group
+    (``txn_rows`` 1) the first group stays committed with its watermarks; with both
+    groups in one transaction, the failed load rolls the transaction back whole (no
+    savepoint: ``sinks.sqlite.write``) and nothing is stored. Either way the next
+    ingest completes the store."""
     ctx = _corpus_ctx()
+    monkeypatch.setattr(writer_mod, "TXN_ROWS", txn_rows)
     real = sqlite_store.load_batch
     calls = []
 
@@ -198,13 +205,20 @@ def test_a_failed_group_stops_the_writer_and_later_groups_are_not_stored(tmp_pat
     assert not any(t.name == "ctxkeep-writer" and t.is_alive() for t in threading.enumerate())
     conn = sqlite3.connect(tmp_path / "store" / "store.db")
     try:
-        assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == calls[0] > 0
+        n = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
         # the first group's files have their watermark, no later file has one
         marked = {r[0] for r in conn.execute("SELECT path FROM watermarks")}
         srcs = {r[0] for r in conn.execute("SELECT DISTINCT source_path FROM entries")}
     finally:
         conn.close()
-    assert marked and marked <= srcs
+    if txn_rows == 1:
+        assert n == calls[0] > 0 and marked and marked <= srcs
+    else:
+        assert calls[0] > 0 and n == 0 and not marked
+    monkeypatch.setattr(sqlite_store, "load_batch", real)
+    _ingest(tmp_path / "store", ctx, writer=True)
+    _ingest(tmp_path / "ref", ctx, writer=True)
+    assert _fingerprint(tmp_path / "store") == _fingerprint(tmp_path / "ref")
 
 
 def _duck_rows(home: Path) -> tuple[list, list]:

@@ -288,21 +288,13 @@ def begin(conn: sqlite3.Connection) -> None:
 def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """A write transaction (``begin``), committed on success, rolled back on error.
     Inside a transaction the caller holds (the ingest writer's, which stores several
-    groups in one: ``pipeline.writer``) it is a savepoint of it instead: released on
-    success (committed with the caller's transaction), rolled back to on error (what
-    the caller stored before it stays in the transaction). Raises StoreBusy when
-    another writer holds the database past the timeout."""
+    groups in one: ``pipeline.writer``) it joins it: nothing is committed here, and on
+    an error the caller rolls its transaction back (no savepoint: a savepoint copies
+    each page it first changes to a sub-journal, which cost the 2 GB ingest's writer
+    as much CPU as the fewer COMMITs saved: docs/design.md, "Throughput", session 21). Raises StoreBusy when another writer holds the
+    database past the timeout."""
     if conn.in_transaction:
-        conn.execute("SAVEPOINT ctxkeep_write")
-        try:
-            yield conn
-        except BaseException:
-            if conn.in_transaction:  # (an error SQLite ended the transaction for leaves none)
-                conn.execute("ROLLBACK TO ctxkeep_write")
-                conn.execute("RELEASE ctxkeep_write")
-            raise
-        else:
-            conn.execute("RELEASE ctxkeep_write")
+        yield conn
         return
     begin(conn)
     try:
