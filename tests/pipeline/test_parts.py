@@ -177,10 +177,13 @@ def test_parts_keep_only_what_the_parts_in_flight_may_not_have_seen(tmp_path, mo
     submitted (that part's transform found them in the store): with a part per file,
     it holds far fewer than the run's entries, and the store is the stream's."""
     from ctxkeep.pipeline import transform
+    from ctxkeep.pipeline import writer as writer_mod
 
     ctx = _corpus_ctx()
     monkeypatch.setattr(plan_mod, "PART_BYTES", 1)
     monkeypatch.setattr(engine, "PART_GROUP_BYTES", 0)  # the stream grouped as the parts (above)
+    # transactions of ~150 new entries or more (the corpus's 3,890 would fit one of TXN_ROWS)
+    monkeypatch.setattr(writer_mod, "TXN_ROWS", 150)
     sizes = []
     real = transform.InFlight.prune
 
