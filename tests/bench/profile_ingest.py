@@ -451,6 +451,7 @@ def _instrument_ingest() -> None:
     _count_threads()
     _wrap(engine, "plan", "plan (walk, stat, watermarks)")
     _wrap(store_safety, "check_integrity", "check_integrity")
+    _wrap(sqlite_store, "merge_segments", "merge_segments (FTS5 'optimize' at the run's end)")
     _wrap(transform, "transform_batch", "transform_batch (dedup, contents, tokens taken)")
     _wrap(engine, "unique_entries", "unique_entries")
     _wrap(sqlite_store, "with_index_terms", "with_index_terms (symbols, vocabulary)")
@@ -678,6 +679,12 @@ def main() -> None:
         help="also run PRAGMA this (e.g. secure_delete=FAST) on the writing connections; repeatable",
     )
     ap.add_argument(
+        "--fts-automerge",
+        type=int,
+        help="set FTS5's 'automerge' of the store's FTS tables to this before the load (persistent in "
+        "the store; FTS5's default 4, 0: no merge but the crisis merge at 16 segments a level)",
+    )
+    ap.add_argument(
         "--store", type=Path, help="ingest into (and keep) this store (must not exist; one run only)"
     )
     ap.add_argument(
@@ -721,9 +728,23 @@ def main() -> None:
                 conn.execute(f"PRAGMA {p}")
 
         connection._load_pragmas = more
+    if a.fts_automerge is not None:
+        from ctxkeep.sinks import sqlite as sqlite_store
+        from ctxkeep.sinks.sqlite.ddl import FTS_TABLES
+
+        sibling = sqlite_store.sibling
+
+        def configured(conn, *args, **kw):
+            c = sibling(conn, *args, **kw)
+            for t in FTS_TABLES if c is not None else ():
+                if c.execute("SELECT 1 FROM sqlite_master WHERE name=?", (t,)).fetchone():
+                    c.execute(f"INSERT INTO {t}({t}, rank) VALUES('automerge', ?)", (a.fts_automerge,))
+            return c
+
+        sqlite_store.sibling = configured
     print(
         f"load average at the start {_load()} (2 cores); tree {tree}; page size {a.page_size or 'default'}, "
-        f"cache {a.cache_mib or 'default'} MiB, writer pragmas {extra}"
+        f"cache {a.cache_mib or 'default'} MiB, writer pragmas {extra}, FTS automerge {a.fts_automerge}"
     )
     _instrument_ingest()
     try:
