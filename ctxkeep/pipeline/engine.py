@@ -374,14 +374,16 @@ def ingest_files(
     With ``writer`` (default ``writer.WRITER``, ``CTXKEEP_WRITER=0`` turns it off)
     groups are stored by a writer thread on its own connection to the same database
     file (``sqlite_store.sibling``) while this thread transforms the next group, at
-    most ``WRITE_AHEAD`` groups behind; groups commit one by one in order, each with
-    its watermarks, as without it. The transform then dedups against the store and
-    against the groups still in flight (``transform_batch``'s ``seen``), so the store
-    ends up the same as after a sequential run. An in-memory database is loaded here.
+    most ``WRITE_AHEAD`` groups behind; groups are stored in order, each with its
+    watermarks, several to a SQLite transaction (``writer.TXN_ROWS``, ``TXN_BYTES``,
+    ``TXN_SECONDS``; without the thread, one a transaction). The transform then dedups
+    against the store and against the groups not committed yet (``transform_batch``'s
+    ``seen``), so the store ends up the same as after a sequential run. An in-memory
+    database is loaded here.
 
     Status changes of the batches (``Batch.status_changes``) are applied after the
     group's entries, in the same transaction. ``on_bytes(raw bytes)`` is called after
-    each group's commit; so is ``on_commit(n, first_rowid, entries)`` when the group
+    each group's commit (the COMMIT of the transaction that holds it); so is ``on_commit(n, first_rowid, entries)`` when the group
     stored anything (``n``: new entries + status changes; ``entries``: the new
     entries, ``STORED_COLUMNS``, whose SQLite rowids run from ``first_rowid`` on, or
     both None when that is not certain), e.g. ``AnalyticsSyncer.on_commit``. Both

@@ -1,12 +1,15 @@
-"""The load: transformed groups stored one by one in commit order, each in one
-transaction with its watermarks, by a writer thread on its own connection (or in
-the caller's thread), summing the run's figures."""
+"""The load: transformed groups stored one by one in order, each with its watermarks,
+by a writer thread on its own connection (several groups to a SQLite transaction,
+``TXN_ROWS``/``TXN_BYTES``/``TXN_SECONDS``) or in the caller's thread (one
+transaction a group), summing the run's figures."""
 
 from __future__ import annotations
 
 import os
 import queue
+import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -29,6 +32,25 @@ _END = object()
 USAGE_HELD_MAX = 200_000
 #: the one member of an overflowed ``usage_held`` (no usage key is empty)
 HELD_OVERFLOW = ""
+
+# A writer thread stores several groups in one SQLite transaction (issue 26, target 2):
+# the store's random-key unique indexes (``entry_id``, ``content_hash``, ``usage_key``)
+# take each insert to its own leaf, so a group's COMMIT writes to the WAL about a page
+# per row once the indexes outgrow the cache, and the cost per group grows with the
+# store; rows of several groups share the leaves (and the FTS5 flushes) of one COMMIT
+# (2 GB fresh ingest, same run as main: COMMITs 9.02 -> 5.63 CPU s, ``load_batch`` with
+# them 54.86 -> 52.61, the writer thread 55.12 -> 52.69; docs/design.md, "Throughput").
+# The transaction commits as soon as one bound is reached, and always at the end of
+# the run (``close``; on Ctrl-C, ``close(abandon=True)``, it is rolled back), and before
+# the writer would sit idle past ``TXN_SECONDS`` (a reader slow to give the next group).
+#: new entries a transaction holds before it commits (``CTXKEEP_TXN_ROWS``; 1: a
+#: transaction a group, as before)
+TXN_ROWS = int(os.environ.get("CTXKEEP_TXN_ROWS", "30000"))
+#: raw bytes read of the groups a transaction holds before it commits (``CTXKEEP_TXN_MB``, MiB)
+TXN_BYTES = int(float(os.environ.get("CTXKEEP_TXN_MB", "64")) * 1024 * 1024)
+#: wall seconds a transaction stays open at most (``CTXKEEP_TXN_SECONDS``): what an
+#: interactive reader (search during an ingest) and DuckDB lag behind the groups stored
+TXN_SECONDS = float(os.environ.get("CTXKEEP_TXN_SECONDS", "5"))
 
 
 def empty_totals() -> dict:
@@ -84,13 +106,13 @@ class Group:
     coverage: list = field(default_factory=list)
 
 
-def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit, usage_held: set[str] | None = None) -> None:
-    """Load one group in one transaction and add its figures to ``tot`` (and to
-    ``usage_held`` the usage keys the store held before it: ``load_batch``'s)."""
-    tot["files_read"] += g.files_read
-    tot["vanished"] += g.vanished
+def _load_group(conn, g: Group, usage_held: set[str] | None = None) -> tuple[int, int | None]:
+    """Load one group (``load_batch``: a transaction of its own, or in the caller's
+    open one) and return ``(new entries, first rowid)`` (``_first_rowid``,
+    read in that transaction); adds to ``usage_held`` the usage keys the store held
+    before it. Nothing for a group without frames (it only closes files)."""
     if g.frames is None:
-        return
+        return 0, None
     vg = g.vault_group
     n = sqlite_store.load_batch(
         conn,
@@ -103,6 +125,16 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit, usage_held: set
         usage_held=usage_held,
         **g.frames,
     )
+    return n, _first_rowid(conn, g.frames["entries"], n)
+
+
+def _account_group(g: Group, n: int, first: int | None, tot: dict, on_bytes, on_commit) -> None:
+    """Add a committed group's figures to ``tot`` (``n`` new entries, the first of them
+    at rowid ``first``) and call ``on_bytes``/``on_commit`` for it."""
+    tot["files_read"] += g.files_read
+    tot["vanished"] += g.vanished
+    if g.frames is None:
+        return
     add_tallies(tot["coverage"], g.coverage, tot["file_tallies"])
     tot["status_changed"] += len(g.changes)
     tot["entries_new"] += n
@@ -120,7 +152,6 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit, usage_held: set
     if on_bytes:
         on_bytes(g.size)
     if on_commit and (n or g.changes):
-        first = _first_rowid(conn, g.frames["entries"], n)
         on_commit(
             n + len(g.changes), first, None if first is None else g.frames["entries"].select(STORED_COLUMNS)
         )
@@ -177,15 +208,28 @@ class Writer:
     (``empty_totals()``): in a writer thread on its own write connection
     (``sqlite_store.sibling``) when ``thread`` and ``conn`` is a database file, else
     in the caller's thread on ``conn`` (an in-memory database; ``threaded`` tells).
-    ``on_bytes(raw bytes)`` and ``on_commit(n, first_rowid, entries)`` are called
-    after each group's commit, in commit order, in the thread that stored it.
+
+    The writer thread stores several groups in one SQLite transaction (``load_batch``
+    joins it: the statements, rowids and term ids of a transaction a group), and commits once the transaction holds ``TXN_ROWS`` new
+    entries or ``TXN_BYTES`` raw bytes, or has been open ``TXN_SECONDS`` (also while
+    the thread waits for the next group), and at ``close`` (``abandon``: rolled back).
+    In the caller's thread
+    each group commits alone. Everything that follows a group's commit follows the
+    real COMMIT, group by group in order: ``stored`` (``transform.InFlight``'s
+    ``committed``), the figures in ``tot``, ``on_bytes(raw bytes)`` and
+    ``on_commit(n, first_rowid, entries)``, called in the thread that stored it.
+    A group's vault pack is written (durable) before its rows are loaded, so before
+    the COMMIT of the rows that name it. A kill before a COMMIT loses the groups of that
+    transaction with their watermarks: the next ingest reads them again.
     ``usage_held``: a set the usage keys each group may update in place are added to
     (``load_batch``'s), e.g. ``AnalyticsSyncer.usage_held``; read it after ``close``.
     Past ``USAGE_HELD_MAX`` keys it is left holding ``HELD_OVERFLOW`` alone.
 
-    The first error stops the thread: later groups are not loaded (as in a
-    sequential run, where the error ends the run), and ``put``/``close`` raise it in
-    the caller's thread."""
+    The first error stops the thread: a failed load rolls back the open transaction
+    with the groups stored in it (not accounted; the next ingest reads them again from
+    their watermarks), an error before the load (the vault's pack) commits them; later
+    groups are not loaded (as in a sequential run, where the error ends the run), and
+    ``put``/``close`` raise it in the caller's thread."""
 
     def __init__(
         self,
@@ -207,8 +251,16 @@ class Writer:
         #: ``close(abandon=True)``: the groups not committed yet are dropped
         self.abandoned = False
         #: groups with frames committed so far, in order (``transform.InFlight``'s
-        #: ``committed``: an int the writer thread sets after each commit)
+        #: ``committed``: an int the writer thread sets after each COMMIT)
         self.stored = 0
+        #: COMMITs of groups with frames so far (``stored`` of them in all)
+        self.commits = 0
+        #: the groups stored in the open transaction, in order, with ``(new entries,
+        #: first rowid)`` (``_load_group``): accounted at its COMMIT
+        self.pending: list[tuple[Group, int, int | None]] = []
+        #: the open transaction's new entries and raw bytes, and when it began (monotonic s)
+        self.txn_rows = self.txn_bytes = 0
+        self.txn_began = 0.0
         #: the vault's capture thread (``start_capture``): one, so captures run in group order
         self.captures: ThreadPoolExecutor | None = None
         if not self.threaded:
@@ -223,9 +275,25 @@ class Writer:
         self.t.start()
 
     def _run(self) -> None:
+        assert self.conn is not None  # threaded
         while True:
-            g = self.q.get()
+            try:
+                if self.pending:  # an open transaction commits once it has been open TXN_SECONDS
+                    left = self.txn_began + TXN_SECONDS - time.monotonic()
+                    g = self.q.get(timeout=left) if left > 0 else self.q.get_nowait()
+                else:
+                    g = self.q.get()
+            except queue.Empty:
+                self._commit_or_fail(self.conn)
+                continue
             if g is _END:
+                if self.abandoned:  # Ctrl-C: the open transaction's groups are read again next run
+                    try:
+                        self._rollback(self.conn)
+                    except sqlite3.Error:  # interrupted too: closing the connection rolls it back
+                        pass
+                else:
+                    self._commit_or_fail(self.conn)
                 return
             if self.error is not None or self.abandoned:
                 if g.vault_pending is not None:
@@ -234,10 +302,73 @@ class Writer:
             try:
                 if g.vault_pending is not None:  # its pack written (durable) before its rows commit
                     g.vault_group, g.vault_pending = g.vault_pending.result(), None
-                _store_group(self.conn, g, self.tot, self.on_bytes, self.on_commit, self.usage_held)
-                self._held_bound()
-                self.stored += g.frames is not None
+                self._store(self.conn, g, several=True)
             except BaseException as e:  # raised in the caller's thread
+                self.error = e
+                self._commit_or_fail(self.conn)  # (a failed load rolled back its transaction)
+
+    def _store(self, conn, g: Group, several: bool) -> None:
+        """Load ``g`` into the open transaction (begun here if none is) and commit when
+        a bound is reached (``several``: else at once)."""
+        if g.frames is None and not self.pending:  # nothing to commit: it only closes files
+            self.pending.append((g, 0, None))
+            self._committed()
+            return
+        if g.frames is not None and not conn.in_transaction:
+            sqlite_store.begin(conn)
+            self.txn_began = time.monotonic()
+        try:
+            n, first = _load_group(conn, g, self.usage_held)
+        except BaseException:  # the open transaction is rolled back, its groups with it
+            self._rollback(conn)
+            raise
+        self._held_bound()
+        if g.frames is not None:  # what the accounting needs of them: the new entries
+            g.frames = {"entries": g.frames["entries"]}
+        g.vault_group = None
+        self.pending.append((g, n, first))
+        self.txn_rows += n
+        self.txn_bytes += g.bytes_read
+        # (its age is checked where the thread waits for the next group: while groups
+        # queue up, the writer being the slower side, only rows and bytes bound it)
+        if not several or self.txn_rows >= TXN_ROWS or self.txn_bytes >= TXN_BYTES:
+            self._commit(conn)
+
+    def _commit(self, conn) -> None:
+        """COMMIT the open transaction, then account its groups in order (``stored``,
+        ``tot``, ``on_bytes``, ``on_commit``). A COMMIT that fails rolls back (its
+        groups are not stored) and raises."""
+        if conn.in_transaction:
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                self._rollback(conn)
+                raise
+        self._committed()
+
+    def _rollback(self, conn) -> None:
+        """Roll back the open transaction: its groups are not stored (their watermarks
+        neither: the next ingest reads them again) and are not accounted."""
+        self.pending.clear()
+        self.txn_rows = self.txn_bytes = 0
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+
+    def _committed(self) -> None:
+        pending, self.pending = self.pending, []
+        self.txn_rows = self.txn_bytes = 0
+        framed = sum(g.frames is not None for g, _, _ in pending)
+        self.stored += framed
+        self.commits += framed > 0
+        for g, n, first in pending:
+            _account_group(g, n, first, self.tot, self.on_bytes, self.on_commit)
+
+    def _commit_or_fail(self, conn) -> None:
+        """``_commit``, its error kept as the writer's (the first error stays)."""
+        try:
+            self._commit(conn)
+        except BaseException as e:
+            if self.error is None:
                 self.error = e
 
     def _held_bound(self) -> None:
@@ -280,9 +411,7 @@ class Writer:
                 g.vault_group = self.capturer.prepare(g.raws)
             g.raws = []
         if not self.threaded:
-            _store_group(self.own, g, self.tot, self.on_bytes, self.on_commit, self.usage_held)
-            self._held_bound()
-            self.stored += g.frames is not None
+            self._store(self.own, g, several=False)
             return
         if g.frames is not None:  # the texts' index terms here, beside the load before
             g.frames = sqlite_store.with_index_terms(g.frames)
@@ -301,7 +430,8 @@ class Writer:
         groups are dropped and the one being stored is interrupted (``sqlite3``'s
         ``interrupt``: its transaction rolls back), so the stop does not wait for up to
         two groups' loads (a late group of a 1 GB session: seconds; newuser20 F8). What
-        was committed stays; the rest is read again by the next run (each group's
+        was committed stays; the open transaction is rolled back with the groups stored
+        in it; the rest is read again by the next run (each group's
         watermarks commit with its rows; a vault pack written for a group that did not
         commit is an orphan, as after a kill)."""
         if not self.threaded:

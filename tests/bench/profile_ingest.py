@@ -52,7 +52,10 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+#: the checkout profiled: this one, or ``CTXKEEP_PROFILE_ROOT`` (another checkout's
+#: ctxkeep run under this script's instruments, with that checkout's virtualenv's python,
+#: e.g. a baseline without ``--sql``)
+ROOT = Path(os.environ.get("CTXKEEP_PROFILE_ROOT") or Path(__file__).resolve().parents[2])
 sys.path.insert(0, str(ROOT))
 SCALE = ROOT.parent / "shared" / "tools" / "scale_corpus.py"
 #: where the reader process writes its figures (set by the ingest side)
@@ -401,6 +404,23 @@ def _sql_proxy(sqlite_store) -> None:
             d["(load_batch total)"] = time.thread_time() - t0
 
     sqlite_store.load_batch = timed
+    from ctxkeep.pipeline import writer
+
+    real_commit = getattr(writer.Writer, "_commit", None)
+    if real_commit is not None:  # several groups a transaction: the COMMIT is the writer's
+
+        def commit(self, conn):
+            t0 = time.thread_time()
+            try:
+                return real_commit(self, conn)
+            finally:  # charged to the group that made it (the last one of the transaction)
+                dt = time.thread_time() - t0
+                if _sql_groups:
+                    d = _sql_groups[-1]
+                    d["COMMIT (writer)"] = d.get("COMMIT (writer)", 0.0) + dt
+                    d["(load_batch total)"] = d.get("(load_batch total)", 0.0) + dt
+
+        writer.Writer._commit = commit  # type: ignore[method-assign]
 
 
 def _print_sql() -> None:
@@ -411,7 +431,10 @@ def _print_sql() -> None:
     third = max(n // 3, 1)
     first, last = _sql_groups[:third], _sql_groups[-third:]
     keys = sorted({k for g in _sql_groups for k in g}, key=lambda k: -sum(g.get(k, 0) for g in _sql_groups))
-    print(f"load_batch SQL by statement, {n} groups: first {third} vs last {third} groups (CPU s)")
+    print(
+        f"load_batch SQL by statement, {n} groups: first {third} vs last {third} groups (CPU s; "
+        "a COMMIT of several groups is charged to its last group, and counted in the total)"
+    )
     for k in keys:
         a, b = sum(g.get(k, 0) for g in first), sum(g.get(k, 0) for g in last)
         tot = sum(g.get(k, 0) for g in _sql_groups)
@@ -428,6 +451,7 @@ def _instrument_ingest() -> None:
     _count_threads()
     _wrap(engine, "plan", "plan (walk, stat, watermarks)")
     _wrap(store_safety, "check_integrity", "check_integrity")
+    _wrap(sqlite_store, "merge_segments", "merge_segments (FTS5 'optimize' at the run's end)")
     _wrap(transform, "transform_batch", "transform_batch (dedup, contents, tokens taken)")
     _wrap(engine, "unique_entries", "unique_entries")
     _wrap(sqlite_store, "with_index_terms", "with_index_terms (symbols, vocabulary)")
@@ -655,6 +679,12 @@ def main() -> None:
         help="also run PRAGMA this (e.g. secure_delete=FAST) on the writing connections; repeatable",
     )
     ap.add_argument(
+        "--fts-automerge",
+        type=int,
+        help="set FTS5's 'automerge' of the store's FTS tables to this before the load (persistent in "
+        "the store; FTS5's default 4, 0: no merge but the crisis merge at 16 segments a level)",
+    )
+    ap.add_argument(
         "--store", type=Path, help="ingest into (and keep) this store (must not exist; one run only)"
     )
     ap.add_argument(
@@ -698,9 +728,23 @@ def main() -> None:
                 conn.execute(f"PRAGMA {p}")
 
         connection._load_pragmas = more
+    if a.fts_automerge is not None:
+        from ctxkeep.sinks import sqlite as sqlite_store
+        from ctxkeep.sinks.sqlite.ddl import FTS_TABLES
+
+        sibling = sqlite_store.sibling
+
+        def configured(conn, *args, **kw):
+            c = sibling(conn, *args, **kw)
+            for t in FTS_TABLES if c is not None else ():
+                if c.execute("SELECT 1 FROM sqlite_master WHERE name=?", (t,)).fetchone():
+                    c.execute(f"INSERT INTO {t}({t}, rank) VALUES('automerge', ?)", (a.fts_automerge,))
+            return c
+
+        sqlite_store.sibling = configured
     print(
         f"load average at the start {_load()} (2 cores); tree {tree}; page size {a.page_size or 'default'}, "
-        f"cache {a.cache_mib or 'default'} MiB, writer pragmas {extra}"
+        f"cache {a.cache_mib or 'default'} MiB, writer pragmas {extra}, FTS automerge {a.fts_automerge}"
     )
     _instrument_ingest()
     try:

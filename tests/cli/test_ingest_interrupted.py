@@ -57,6 +57,9 @@ def _interrupted(tmp_path, when: str) -> tuple[subprocess.CompletedProcess, str]
         WHEN=when,
         CTXKEEP_EARLY_READER="0",
         CTXKEEP_PART_GROUP_MB="0",  # a group per agent: the interrupt usually lands mid-run
+        # a transaction a group: the groups before the interrupted one are committed (the
+        # writer's open transaction of several groups is rolled back on Ctrl-C)
+        CTXKEEP_TXN_ROWS="1",
         COLUMNS="200",
     )
     r = subprocess.run(
@@ -148,14 +151,14 @@ _IN_WRITER = textwrap.dedent(
     from ctxkeep.sinks.sqlite import load
 
     engine.FIRST_BUILD_DEFER_BYTES = 0  # DuckDB synced as groups commit, as a big first ingest does
-    real_store = writer._store_group
+    real_load = writer._load_group
     groups = [0]
 
-    def store(conn, g, *a, **k):
+    def load_group(conn, g, *a, **k):
         groups[0] += g.frames is not None
-        return real_store(conn, g, *a, **k)
+        return real_load(conn, g, *a, **k)
 
-    writer._store_group = store
+    writer._load_group = load_group
     real = load.save_watermark
     fired = [False]
 
@@ -189,6 +192,7 @@ def test_ctrl_c_while_a_group_is_stored_drops_it_at_once_and_keeps_what_was_comm
         STORE=str(store),
         CTXKEEP_EARLY_READER="0",
         CTXKEEP_PART_GROUP_MB="0",  # a group per agent: the 3rd watermark is not the last one
+        CTXKEEP_TXN_ROWS="1",  # a transaction a group: the two before the 3rd are committed
         COLUMNS="200",
     )
     # (a bound on a hang, not a measure: without the interrupt the statement runs for hours)

@@ -17,6 +17,7 @@ import pytest
 from conftest import CORPUS_HOME
 from ctxkeep.pipeline import analytics_sync
 from ctxkeep.pipeline import engine as pipeline
+from ctxkeep.pipeline import writer as writer_mod
 from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer
 from ctxkeep.pipeline.plan import plan
 from ctxkeep.sinks import duckdb as duckdb_store
@@ -84,6 +85,9 @@ def test_an_ingest_syncs_usage_as_it_commits_and_ends_as_a_sync_from_sqlite(tmp_
     if not CORPUS_HOME.is_dir():
         pytest.skip("shared/corpus not present")
     monkeypatch.setattr(analytics_sync, "USAGE_STEP_ROWS", step_rows)
+    # transactions of ~300 new entries (the corpus's 3,890 would fit one of TXN_ROWS):
+    # a step follows a COMMIT
+    monkeypatch.setattr(writer_mod, "TXN_ROWS", 300)
     closing = _closing_usage(monkeypatch)
     steps: list[int] = []
     real_step = duckdb_store.UsageSteps.step
@@ -193,6 +197,8 @@ def _ingest_in_steps(
     ``a.jsonl``'s rows before ``b.jsonl``'s group updates them. Returns the store, the
     closing ``sync_usage`` results and SQLite's usage rows."""
     monkeypatch.setattr(analytics_sync, "USAGE_STEP_ROWS", 40)
+    # a transaction a group: a.jsonl's committed (and stepped) before b.jsonl's is stored
+    monkeypatch.setattr(writer_mod, "TXN_ROWS", 1)
     closing = _closing_usage(monkeypatch)
     stepped = threading.Event()
     real_step = duckdb_store.UsageSteps.step

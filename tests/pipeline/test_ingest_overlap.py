@@ -25,6 +25,7 @@ from conftest import CORPUS_HOME
 from ctxkeep.pipeline import engine as pipeline
 from ctxkeep.pipeline import reader_process as read_worker
 from ctxkeep.pipeline import transform
+from ctxkeep.pipeline import writer as writer_mod
 from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer, sync_analytics
 from ctxkeep.pipeline.plan import plan
 from ctxkeep.pipeline.readahead import ReadAhead, ReadItem, read_files
@@ -180,8 +181,15 @@ def test_transform_batch_treats_seen_contents_as_known(store_home, tmp_path):
     assert len(seen.entries) == 4 and seen.contents[h] == tok
 
 
-def test_a_failed_group_stops_the_writer_and_later_groups_are_not_stored(tmp_path, monkeypatch):
+@pytest.mark.parametrize("txn_rows", [1, 100_000])
+def test_a_failed_group_stops_the_writer_and_later_groups_are_not_stored(tmp_path, monkeypatch, txn_rows):
+    """The second group fails: nothing after it is loaded. With a transaction a group
+    (``txn_rows`` 1) the first group stays committed with its watermarks; with both
+    groups in one transaction, the failed load rolls the transaction back whole (no
+    savepoint: ``sinks.sqlite.write``) and nothing is stored. Either way the next
+    ingest completes the store."""
     ctx = _corpus_ctx()
+    monkeypatch.setattr(writer_mod, "TXN_ROWS", txn_rows)
     real = sqlite_store.load_batch
     calls = []
 
@@ -198,13 +206,20 @@ def test_a_failed_group_stops_the_writer_and_later_groups_are_not_stored(tmp_pat
     assert not any(t.name == "ctxkeep-writer" and t.is_alive() for t in threading.enumerate())
     conn = sqlite3.connect(tmp_path / "store" / "store.db")
     try:
-        assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == calls[0] > 0
+        n = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
         # the first group's files have their watermark, no later file has one
         marked = {r[0] for r in conn.execute("SELECT path FROM watermarks")}
         srcs = {r[0] for r in conn.execute("SELECT DISTINCT source_path FROM entries")}
     finally:
         conn.close()
-    assert marked and marked <= srcs
+    if txn_rows == 1:
+        assert n == calls[0] > 0 and marked and marked <= srcs
+    else:
+        assert calls[0] > 0 and n == 0 and not marked
+    monkeypatch.setattr(sqlite_store, "load_batch", real)
+    _ingest(tmp_path / "store", ctx, writer=True)
+    _ingest(tmp_path / "ref", ctx, writer=True)
+    assert _fingerprint(tmp_path / "store") == _fingerprint(tmp_path / "ref")
 
 
 def _duck_rows(home: Path) -> tuple[list, list]:
@@ -712,12 +727,15 @@ def test_the_writer_ingest_holds_only_the_groups_not_yet_committed(tmp_path, mon
         sizes.append(len(self.entries))
 
     monkeypatch.setattr(transform.InFlight, "prune", prune)
+    # transactions of ~150 new entries or more (the corpus's 3,890 would fit one of TXN_ROWS)
+    monkeypatch.setattr(writer_mod, "TXN_ROWS", 150)
     par = _ingest(tmp_path / "par", ctx, writer=True)
     seq = _ingest(tmp_path / "seq", ctx, writer=False)
     assert par == seq and _fingerprint(tmp_path / "par") == _fingerprint(tmp_path / "seq")
     assert len(sizes) > 10 and min(lags) >= 0
-    # at most the groups in flight (WRITE_AHEAD + the one loading): far below the 3,890
-    # entries of the run (an InFlight that kept every entry ends near 3,890)
+    # at most the groups of the open transaction and those in flight (WRITE_AHEAD + the
+    # one loading): far below the 3,890 entries of the run (an InFlight that kept every
+    # entry ends near 3,890)
     assert max(sizes) < par["entries_new"] / 2
 
 

@@ -178,10 +178,13 @@ def test_parts_keep_only_what_the_parts_in_flight_may_not_have_seen(tmp_path, mo
     submitted (that part's transform found them in the store): with a part per file,
     it holds far fewer than the run's entries, and the store is the stream's."""
     from ctxkeep.pipeline import transform
+    from ctxkeep.pipeline import writer as writer_mod
 
     ctx = _corpus_ctx()
     monkeypatch.setattr(plan_mod, "PART_BYTES", 1)
     monkeypatch.setattr(engine, "PART_GROUP_BYTES", 0)  # the stream grouped as the parts (above)
+    # transactions of ~150 new entries or more (the corpus's 3,890 would fit one of TXN_ROWS)
+    monkeypatch.setattr(writer_mod, "TXN_ROWS", 150)
     sizes = []
     real = transform.InFlight.prune
 
@@ -239,6 +242,8 @@ def test_a_part_over_the_stream_cap_is_streamed_one_group_at_a_time(tmp_path, mo
     monkeypatch.setattr(claude_code, "read", functools.partial(claude_code.read, batch_bytes=8 * 1024))
     monkeypatch.setattr(plan_mod, "PART_BYTES", 1)  # a part per file
     monkeypatch.setattr(engine, "STREAM_PART_BYTES", big.stat().st_size - 1)  # the big file's part only
+    # a transaction a group (else the groups of the writer's open transaction add to the lag)
+    monkeypatch.setattr(writer_mod, "TXN_ROWS", 1)
     stored, lag, streamed = [0], [], [0]
     real = engine.extract_transform
 

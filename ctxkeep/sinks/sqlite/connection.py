@@ -280,10 +280,11 @@ def ensure_schema(conn: sqlite3.Connection) -> tuple[str, str]:
     return ident
 
 
-@contextmanager
-def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """A write transaction (``BEGIN IMMEDIATE``), committed on success, rolled back on
-    error. Raises StoreBusy when another writer holds the database past the timeout."""
+def begin(conn: sqlite3.Connection) -> None:
+    """Open a write transaction on ``conn`` (``BEGIN IMMEDIATE``, page 1 stamped: a WAL
+    then names its database, ``store_safety``); the caller ends it with ``COMMIT`` or
+    ``ROLLBACK`` (``write`` does). Raises StoreBusy when another writer holds the
+    database past the timeout."""
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as e:
@@ -291,8 +292,26 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             raise StoreBusy("the store is locked by another writer", hint="retry later") from None
         raise
     try:
-        # page 1 in every transaction: a WAL then names its database (store_safety)
         store_safety.stamp_page1(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+@contextmanager
+def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction (``begin``), committed on success, rolled back on error.
+    Inside a transaction the caller holds (the ingest writer's, which stores several
+    groups in one: ``pipeline.writer``) it joins it: nothing is committed here, and on
+    an error the caller rolls its transaction back (no savepoint: a savepoint copies
+    each page it first changes to a sub-journal, which cost the 2 GB ingest's writer
+    as much CPU as the fewer COMMITs saved: docs/design.md, "Throughput", session 21). Raises StoreBusy when another writer holds the
+    database past the timeout."""
+    if conn.in_transaction:
+        yield conn
+        return
+    begin(conn)
+    try:
         yield conn
     except BaseException:
         conn.execute("ROLLBACK")
