@@ -256,15 +256,21 @@ def take() -> tuple[subprocess.Popen, BinaryIO] | None:
 
 
 def reader_flags(
-    seal: bool, vault_on: bool, precompute: str | None = None, seal_rows: bool = False
+    seal: bool,
+    vault_on: bool,
+    precompute: str | None = None,
+    seal_rows: bool = False,
+    seal_late: bool = False,
 ) -> list[str]:
     """A reader process's flags (``reader_process._main``): ``--seal`` (the vault's work
     done there), ``--seal-rows`` (with it: the databases' whole rows documents too),
+    ``--seal-late`` (with it: sealed after the batches are sent, ``readahead.LateRaw``),
     ``--no-vault`` (``vault_on`` False: the vault off or suspended, so no redaction of the
     raw lines), ``--precompute MODE``."""
     return (
         (["--seal"] if seal else [])
         + (["--seal-rows"] if seal and seal_rows else [])
+        + (["--seal-late"] if seal and seal_late else [])
         + ([] if vault_on else ["--no-vault"])
         + (["--precompute", precompute] if precompute else [])
     )
@@ -313,7 +319,7 @@ def send_ahead(todo: list, vault_on: bool) -> bool:
     if n == len(todo):
         return False
     proc = _early[0][0]
-    flags = reader_flags(vault_on, vault_on, seal_rows=True)
+    flags = reader_flags(vault_on, vault_on, seal_rows=True, seal_late=True)
     import pickle  # loaded by now (the CLI's imports): not at this module's top
 
     try:

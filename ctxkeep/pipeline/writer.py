@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from ctxkeep.pipeline.readahead import LateRaw, sealed_raws
 from ctxkeep.schema import STORED_COLUMNS
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks import vault
@@ -263,6 +264,8 @@ class Writer:
             return None
         capturer = self.capturer
         assert capturer is not None  # the pool exists only with it
+        if any(isinstance(r, LateRaw) for r in raws):  # sealed by the early reader after it sent them
+            return self.captures.submit(lambda: capturer.prepare(sealed_raws(raws)))
         return self.captures.submit(capturer.prepare, raws)
 
     def put(self, g: Group) -> None:
@@ -277,7 +280,7 @@ class Writer:
             if pending is not None:
                 g.vault_pending = pending
             elif self.capturer is not None:
-                g.vault_group = self.capturer.prepare(g.raws)
+                g.vault_group = self.capturer.prepare(sealed_raws(g.raws))
             g.raws = []
         if not self.threaded:
             _store_group(self.own, g, self.tot, self.on_bytes, self.on_commit, self.usage_held)

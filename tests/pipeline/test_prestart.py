@@ -281,8 +281,9 @@ def test_the_todo_sent_ahead_is_taken_only_for_the_same_files_and_flags(tmp_path
         (tmp_path / f"{i}.jsonl").write_bytes(b"x" * size)
         todo.append((SourceFile("codex", tmp_path / f"{i}.jsonl"), None))
     assert prestart.own_files(prestart.new_bytes(todo)) == 2  # 20 of 100 bytes within 0.4
-    flags = prestart.reader_flags(True, True, seal_rows=True)
-    assert flags == ["--seal", "--seal-rows"]
+    flags = prestart.reader_flags(True, True, seal_rows=True, seal_late=True)
+    assert flags == ["--seal", "--seal-rows", "--seal-late"]
+    assert prestart.reader_flags(True, True, seal_rows=True) == ["--seal", "--seal-rows"]
     assert prestart.reader_flags(False, False) == ["--no-vault"]
 
     proc = _fake_reader(monkeypatch)
