@@ -628,7 +628,8 @@ def _main() -> None:
                 kept = dataclasses.replace(batch, entries=[])
                 if late and batch.raw is not None:
                     held.append(batch.raw)
-                    kept.raw = LateRaw(batch.raw.meta, len(held) - 1)
+                    # a stand-in the ingest resolves (``readahead.sealed_raws``) before the vault sees it
+                    kept.raw = LateRaw(batch.raw.meta, len(held) - 1)  # type: ignore[assignment]
                 items.append(ReadItem(item.file, kept, n_entries=len(batch.entries)))
                 entries.extend(batch.entries)
                 size += batch.bytes_read
