@@ -259,7 +259,9 @@ class Writer:
         overlaps the caller's transform of the same group (``engine.extract_transform``
         starts it before the transform): on the corpus's first ingest it was ~0.3 s of
         the main thread's ~0.9 s of CPU, the last group's (Crush's rows document, 0.11 s)
-        on the critical path after everything else."""
+        on the critical path after everything else. A ``readahead.LateRaw`` among ``raws``
+        (a first ingest's early reader seals after it sent the batches) is waited for in
+        that thread (``readahead.sealed_raws``), so the transform does not wait for it."""
         if not raws or self.captures is None or self.error is not None:
             return None
         capturer = self.capturer
