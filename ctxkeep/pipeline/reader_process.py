@@ -187,6 +187,7 @@ def read_in_process(
                 continue
             if kind == _LATE and seals is not None:  # every item sent: the sealed captures follow
                 handed = True
+                prestart.reap_at_exit(proc)
                 threading.Thread(
                     target=_take_sealed, args=(proc, results, seals), name="ctxkeep-sealed", daemon=True
                 ).start()
