@@ -256,15 +256,21 @@ def take() -> tuple[subprocess.Popen, BinaryIO] | None:
 
 
 def reader_flags(
-    seal: bool, vault_on: bool, precompute: str | None = None, seal_rows: bool = False
+    seal: bool,
+    vault_on: bool,
+    precompute: str | None = None,
+    seal_rows: bool = False,
+    seal_late: bool = False,
 ) -> list[str]:
     """A reader process's flags (``reader_process._main``): ``--seal`` (the vault's work
     done there), ``--seal-rows`` (with it: the databases' whole rows documents too),
+    ``--seal-late`` (with it: sealed after the batches are sent, ``readahead.LateRaw``),
     ``--no-vault`` (``vault_on`` False: the vault off or suspended, so no redaction of the
     raw lines), ``--precompute MODE``."""
     return (
         (["--seal"] if seal else [])
         + (["--seal-rows"] if seal and seal_rows else [])
+        + (["--seal-late"] if seal and seal_late else [])
         + ([] if vault_on else ["--no-vault"])
         + (["--precompute", precompute] if precompute else [])
     )
@@ -313,7 +319,7 @@ def send_ahead(todo: list, vault_on: bool) -> bool:
     if n == len(todo):
         return False
     proc = _early[0][0]
-    flags = reader_flags(vault_on, vault_on, seal_rows=True)
+    flags = reader_flags(vault_on, vault_on, seal_rows=True, seal_late=True)
     import pickle  # loaded by now (the CLI's imports): not at this module's top
 
     try:
@@ -388,6 +394,31 @@ def ran_small() -> None:
     teardown (~0.01 CPU s of the ~0.3 s of ``ingest --path FILE``; a no-op ingest of
     25,728 files freed its plan's objects and every module's, issue 26)."""
     _small.append(True)
+
+
+#: reader processes to wait for at exit (``reap_at_exit``)
+_reap: list[subprocess.Popen] = []
+
+
+def reap_at_exit(proc: subprocess.Popen) -> None:
+    """Wait for ``proc`` (a reader that sent everything and ends by itself:
+    ``reader_process._take_sealed`` waits for it in a daemon thread) at this process's
+    exit (an atexit handler, which ``exit_now`` runs too; killed after 10 s), so it never
+    outlives the ingest: a run's end left it unreaped when that thread had not run yet
+    (2 of 30 runs at load 22-30: its CPU missing from the ingest's children's)."""
+    if not _reap:
+        atexit.register(_wait_reaped)
+    _reap.append(proc)
+
+
+def _wait_reaped() -> None:
+    while _reap:
+        proc = _reap.pop()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def waiting() -> bool:

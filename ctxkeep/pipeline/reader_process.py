@@ -45,8 +45,10 @@ import pickle
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future
 from typing import BinaryIO
 
 if __name__ == "__main__":  # the process itself: Ctrl-C is the ingest's to report (``_main``),
@@ -60,10 +62,12 @@ import polars as pl
 
 from ctxkeep.pipeline import prestart, readahead
 from ctxkeep.pipeline.prestart import start_child
-from ctxkeep.pipeline.readahead import PROCESS_REKEY, PROCESS_TAIL, ReadItem, read_files
+from ctxkeep.pipeline.readahead import PROCESS_REKEY, PROCESS_TAIL, LateRaw, ReadItem, read_files
 from ctxkeep.sources.contract import RawCapture, SourceFile, Watermark
 
-_ITEM, _DONE, _FAIL = 0, 1, 2
+#: the messages on the pipe: a chunk of items; the end; an exception; (``--seal-late``)
+#: the number of sealed captures to come, once every item is sent; those captures
+_ITEM, _DONE, _FAIL, _LATE, _SEALED = 0, 1, 2, 3, 4
 
 
 #: the reader process normalizes the entries of consecutive batches together up to
@@ -79,6 +83,7 @@ def read_in_process(
     precompute: str | None = None,
     seal_rows: bool = False,
     started: tuple[subprocess.Popen, BinaryIO] | None = None,
+    seal_late: bool = False,
 ) -> Generator[ReadItem, None, None]:
     """``read_files(todo)`` run in a reader process: the same items in the same order,
     except that a batch's entries come normalized: ``ReadItem(file, batch, None, rows,
@@ -96,7 +101,14 @@ def read_in_process(
     environment's). ``seal_rows`` (with ``seal``): a database's whole rows document is
     sealed there too (``capture.seal(rows=True)``; else the ingest process seals it).
     ``started``: the reader started early and sent ``todo`` with these flags already
-    (``prestart.take_ahead``): its results are read, nothing is sent.
+    (``prestart.take_ahead``): its results are read, nothing is sent. ``seal_late``
+    (with ``seal``; a first ingest's early reader): the batches come before their bytes
+    are sealed, each ``batch.raw`` a ``readahead.LateRaw`` whose sealed capture a thread
+    of this process (``_take_sealed``) receives after the last item, while the caller
+    transforms: this generator ends once the last item is yielded, and the capture
+    (``Writer.start_capture``) waits for the sealed captures. The reader's sealing of
+    the corpus's first ingest (~0.2 CPU s) then no longer comes before the transform of
+    its share (~0.13 CPU s) on the critical path (issue 26).
 
     An exception raised by the reader is raised here (as RuntimeError with its text
     when it cannot be pickled); a reader process that ends without its closing
@@ -112,7 +124,10 @@ def read_in_process(
     # the vault off here (``CTXKEEP_VAULT=0``, or ``vault.suspended``: a reparse reads the
     # vault's own redacted bytes) is off there too: no redaction of the raw lines
     # (``stable_ids.rekey``), which cost a reparse ~20 % of the reader's CPU
-    flags = prestart.reader_flags(seal, vault.enabled(), precompute, seal_rows)
+    flags = prestart.reader_flags(seal, vault.enabled(), precompute, seal_rows, seal_late)
+    # the sealed captures of the ``LateRaw`` s (``--seal-late``), set by ``_take_sealed``
+    seals: Future | None = Future() if seal and seal_late and vault.enabled() else None
+    handed = False  # the pipe and the process handed to ``_take_sealed``'s thread
     # started with the command (a first ingest): its flags sent with the todo
     early = started or prestart.take()
     if early is None:
@@ -161,6 +176,8 @@ def read_in_process(
                 for item in items:
                     if item.batch is not None:
                         assert rows is not None  # a chunk with batches carries their rows
+                        if isinstance(item.batch.raw, LateRaw):
+                            item.batch.raw.seals = seals
                         n = item.n_entries
                         yield item._replace(rows=rows.slice(at, n), ahead=pre)
                         pre = None  # with the chunk's first batch: before any group needs it
@@ -168,16 +185,53 @@ def read_in_process(
                     else:
                         yield item
                 continue
+            if kind == _LATE and seals is not None:  # every item sent: the sealed captures follow
+                handed = True
+                prestart.reap_at_exit(proc)
+                threading.Thread(
+                    target=_take_sealed, args=(proc, results, seals), name="ctxkeep-sealed", daemon=True
+                ).start()
+                return
             ended = True  # its last message: the process exits by itself
             if kind == _FAIL:
                 raise val
             return
     finally:
         readahead.stop_with_thread(None)
+        if not handed:  # else ``_take_sealed``'s thread waits for it and closes the pipe
+            try:
+                proc.wait(timeout=10 if ended else 0)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # stopped early: it only reads, nothing to clean up
+                proc.wait()
+            results.close()
+
+
+def _take_sealed(proc: subprocess.Popen, results: BinaryIO, seals: Future) -> None:
+    """Read the sealed captures a reader sends after its last item (``--seal-late``)
+    into ``seals`` (its exception instead: the reader's, or RuntimeError when it ended
+    without them), then its closing message; wait for it to exit, close the pipe."""
+    try:
+        kind, val = pickle.load(results)
+        prestart.trace("ingest", "got")
+        if kind == _SEALED:
+            seals.set_result(val)
+            kind, val = pickle.load(results)
+            prestart.trace("ingest", "got")
+        elif kind == _FAIL:
+            seals.set_exception(val)
+    except BaseException as e:  # EOF (it died), an unpickling error
+        if not seals.done():
+            seals.set_exception(
+                RuntimeError(f"the reader process ended without its sealed captures ({type(e).__name__})")
+            )
+    finally:
+        if not seals.done():
+            seals.set_exception(RuntimeError("the reader process sent no sealed captures"))
         try:
-            proc.wait(timeout=10 if ended else 0)
+            proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.kill()  # stopped early: it only reads, nothing to clean up
+            proc.kill()
             proc.wait()
         results.close()
 
@@ -289,7 +343,7 @@ def read_shared(
     started = None
     if sent is not None:
         n = len(todo) - len(sent)
-        flags = prestart.reader_flags(seal, vault.enabled(), seal_rows=True)
+        flags = prestart.reader_flags(seal, vault.enabled(), seal_rows=True, seal_late=True)
         started = prestart.take_ahead(todo[n:], flags) if n >= 0 else prestart.take_ahead([], flags)
         if started is None:  # the engine's plan is not the service's: read here, as without it
             return MergedReads([(0, len(todo))], [readahead.read_ahead(todo)])
@@ -297,7 +351,7 @@ def read_shared(
         n = prestart.own_files(prestart.new_bytes(todo), share)
     # a first ingest's store holds no vault version to build a rows document on: the
     # reader seals the databases' rows documents too (``capture.seal(rows=True)``)
-    early = functools.partial(read_in_process, seal=seal, seal_rows=True, started=started)
+    early = functools.partial(read_in_process, seal=seal, seal_rows=True, started=started, seal_late=True)
     if n == 0 or n == len(todo):
         stream = readahead.read_ahead(todo, source=None if n else early)
         return MergedReads([(0, len(todo))], [stream])
@@ -323,8 +377,10 @@ class MergedReads(Iterator[ReadItem]):
 
     def _merged(self, blocks: list[tuple[int, int]]) -> Generator[ReadItem, None, None]:
         try:
-            for k, n in blocks:
+            for i, (k, n) in enumerate(blocks):
                 stream = self._streams[k]
+                if i:  # the caller takes the next block's items from here on (the bench's critical path)
+                    prestart.trace("ingest", "need")
                 while n:
                     item = next(stream, None)
                     if item is None:
@@ -524,6 +580,10 @@ def _main() -> None:
         from ctxkeep.sinks.vault.capture import seal as sealer
 
         seal = functools.partial(sealer, rows=True) if "--seal-rows" in args else sealer
+    # ``--seal-late``: the batches sent with ``LateRaw`` s, their captures sealed after the
+    # last item is sent (the ingest transforms meanwhile) and sent in one message
+    late = seal is not None and "--seal-late" in args
+    held: list[RawCapture] = []  # the captures to seal then, in order
 
     items: list = []
     entries: list = []
@@ -561,19 +621,34 @@ def _main() -> None:
             trim(0)
 
     try:
-        for item in read_files(todo, rekey_every=PROCESS_REKEY, overlap=True, seal=seal, tail=PROCESS_TAIL):
+        for item in read_files(
+            todo, rekey_every=PROCESS_REKEY, overlap=True, seal=None if late else seal, tail=PROCESS_TAIL
+        ):
             batch = item.batch  # its raw sealed by read_files (in its redaction thread)
             if batch is None:
                 items.append(item)
             else:
-                items.append(
-                    ReadItem(item.file, dataclasses.replace(batch, entries=[]), n_entries=len(batch.entries))
-                )
+                kept = dataclasses.replace(batch, entries=[])
+                if late and batch.raw is not None:
+                    held.append(batch.raw)
+                    # a stand-in the ingest resolves (``readahead.sealed_raws``) before the vault sees it
+                    kept.raw = LateRaw(batch.raw.meta, len(held) - 1)  # type: ignore[assignment]
+                items.append(ReadItem(item.file, kept, n_entries=len(batch.entries)))
                 entries.extend(batch.entries)
                 size += batch.bytes_read
             if size >= CHUNK_BYTES or len(items) >= CHUNK_ITEMS:
                 send()
         send()
+        if late:
+            assert seal is not None  # ``late`` only with it
+            pickle.dump((_LATE, len(held)), out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.flush()
+            prestart.trace("reader", "sent")
+            sealed = [seal(raw) for raw in held]
+            held.clear()
+            pickle.dump((_SEALED, sealed), out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.flush()
+            prestart.trace("reader", "sent")
     except BrokenPipeError:
         return  # the ingest stopped reading
     except BaseException as e:  # handed to the ingest, raised there, after the items before it

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from ctxkeep.pipeline.readahead import LateRaw, sealed_raws
 from ctxkeep.schema import STORED_COLUMNS
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks import vault
@@ -389,11 +390,15 @@ class Writer:
         overlaps the caller's transform of the same group (``engine.extract_transform``
         starts it before the transform): on the corpus's first ingest it was ~0.3 s of
         the main thread's ~0.9 s of CPU, the last group's (Crush's rows document, 0.11 s)
-        on the critical path after everything else."""
+        on the critical path after everything else. A ``readahead.LateRaw`` among ``raws``
+        (a first ingest's early reader seals after it sent the batches) is waited for in
+        that thread (``readahead.sealed_raws``), so the transform does not wait for it."""
         if not raws or self.captures is None or self.error is not None:
             return None
         capturer = self.capturer
         assert capturer is not None  # the pool exists only with it
+        if any(isinstance(r, LateRaw) for r in raws):  # sealed by the early reader after it sent them
+            return self.captures.submit(lambda: capturer.prepare(sealed_raws(raws)))
         return self.captures.submit(capturer.prepare, raws)
 
     def put(self, g: Group) -> None:
@@ -408,7 +413,7 @@ class Writer:
             if pending is not None:
                 g.vault_pending = pending
             elif self.capturer is not None:
-                g.vault_group = self.capturer.prepare(g.raws)
+                g.vault_group = self.capturer.prepare(sealed_raws(g.raws))
             g.raws = []
         if not self.threaded:
             self._store(self.own, g, several=False)

@@ -144,6 +144,11 @@ def critical_path(r: dict) -> float:
     from when the ingest sent its ``todo``, and sends chunk k at its start plus the
     CPU it used from the todo to that ``sent``; the ingest gets chunk k at its CPU at
     that ``got`` plus the waits before, or when the chunk was sent, whichever is later.
+    A ``got`` before the ingest's ``need`` (its main thread turning to the reader's
+    files, ``reader_process.MergedReads``; a checkout without it: none) counts at the
+    ``need``: the read-ahead thread took the chunk while the main thread still worked
+    on its own files (the reader sending its batches before it seals their bytes,
+    ``--seal-late``), no wait of the run.
     Without a reader process: its own CPU. (A quiet machine runs the ingest's threads
     partly at once, Polars and SQLite outside the GIL: its wall is below this.)"""
     own = r.get("own", r["cpu"])
@@ -157,11 +162,12 @@ def critical_path(r: dict) -> float:
         return own
     start = max(spawn + ready, todo)  # no ingest wait can come before its todo
     sent = [start + c - got_todo for ev, c in rd if ev == "sent"]
+    need = next((c for ev, c in ing if ev == "need"), 0.0)
     waited = 0.0
     k = 0
     for ev, c in ing:
         if ev == "got" and sent:
-            waited = max(waited, sent[min(k, len(sent) - 1)] - c)
+            waited = max(waited, sent[min(k, len(sent) - 1)] - max(c, need))
             k += 1
     return own + waited
 

@@ -281,8 +281,9 @@ def test_the_todo_sent_ahead_is_taken_only_for_the_same_files_and_flags(tmp_path
         (tmp_path / f"{i}.jsonl").write_bytes(b"x" * size)
         todo.append((SourceFile("codex", tmp_path / f"{i}.jsonl"), None))
     assert prestart.own_files(prestart.new_bytes(todo)) == 2  # 20 of 100 bytes within 0.4
-    flags = prestart.reader_flags(True, True, seal_rows=True)
-    assert flags == ["--seal", "--seal-rows"]
+    flags = prestart.reader_flags(True, True, seal_rows=True, seal_late=True)
+    assert flags == ["--seal", "--seal-rows", "--seal-late"]
+    assert prestart.reader_flags(True, True, seal_rows=True) == ["--seal", "--seal-rows"]
     assert prestart.reader_flags(False, False) == ["--no-vault"]
 
     proc = _fake_reader(monkeypatch)
@@ -480,3 +481,16 @@ def test_a_reader_starts_with_ctrl_c_blocked_so_it_never_prints_a_traceback():
         pipe.close()
         if proc.stdin:
             proc.stdin.close()
+
+
+def test_a_reader_left_to_end_by_itself_is_waited_for_at_exit(monkeypatch):
+    """``reap_at_exit`` (a reader whose sealed captures a daemon thread reads): an atexit
+    handler, which ``exit_now`` runs too, waits for it, so it never outlives the ingest."""
+    monkeypatch.setattr(prestart, "_reap", [])
+    registered = []
+    monkeypatch.setattr(prestart.atexit, "register", registered.append)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    prestart.reap_at_exit(proc)
+    assert registered == [prestart._wait_reaped] and proc.returncode is None
+    prestart._wait_reaped()
+    assert proc.returncode == 0 and prestart._reap == []

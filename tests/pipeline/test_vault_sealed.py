@@ -173,3 +173,83 @@ def test_a_rows_document_built_on_a_held_version_is_left_to_the_ingest_process()
     assert seal(whole) is whole and seal(built, rows=True) is built  # not asked, or built on a version
     got = seal(whole, rows=True)
     assert got.data == b"" and got.sealed.rows_state["sections"][0][0] == "" and got.sealed.objects
+
+
+def test_a_first_ingests_reader_seals_after_sending_its_batches_and_the_store_is_the_same(
+    home_copy, tmp_path, monkeypatch
+):
+    """``seal_late`` (``reader_process.read_shared``: the early reader): the batches come
+    before their bytes are sealed, each ``batch.raw`` a ``readahead.LateRaw``; the
+    generator ends with its last item, the sealed captures come after it (a thread reads
+    them), and the vault and the store are the ones the ingest process builds itself."""
+    from ctxkeep.pipeline.readahead import LateRaw
+
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 1 << 40)  # read in this process
+    ingest(home_copy, tmp_path / "here")
+
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)  # read in a reader process
+    real = read_worker.read_in_process
+    late: list = []
+
+    def spy(todo, **kw):
+        for item in real(todo, **dict(kw, seal_rows=True, seal_late=True)):  # as ``read_shared`` asks
+            raw = item.batch.raw if item.batch is not None else None
+            if raw is not None:
+                late.append(raw)
+            yield item
+        # the generator ended: the sealed captures may still be on their way, not lost
+        assert all(isinstance(r, LateRaw) for r in late)
+
+    monkeypatch.setattr(read_worker, "read_in_process", spy)
+    ingest(home_copy, tmp_path / "there")
+
+    assert len(late) > 20 and all(isinstance(r, LateRaw) for r in late)
+    sealed = [r.result() for r in late]
+    assert all(s.sealed is not None and s.data == b"" for s in sealed)
+    assert sum(bool(s.meta.get("vault_rows")) for s in sealed) == 3  # Crush (2) and opencode-go
+    assert [s.meta for s in sealed] == [r.meta for r in late]
+    assert _vault(tmp_path / "here") == _vault(tmp_path / "there")
+    assert store_digest(tmp_path / "here") == store_digest(tmp_path / "there")
+
+
+def test_the_sealed_captures_of_a_reader_that_failed_or_died_raise():
+    """``_take_sealed``: the reader's exception (``_FAIL`` instead of the captures), or
+    RuntimeError when the pipe ends without them, is what ``LateRaw.result`` raises."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+    from concurrent.futures import Future
+
+    import pytest
+
+    from ctxkeep.pipeline.readahead import LateRaw, sealed_raws
+
+    for messages, error, text in (
+        ([(read_worker._FAIL, ValueError("seal failed"))], ValueError, "seal failed"),
+        ([], RuntimeError, "without its sealed captures"),
+    ):
+        r, w = os.pipe()
+        with os.fdopen(w, "wb") as out:
+            for m in messages:
+                pickle.dump(m, out)
+        proc = subprocess.Popen([sys.executable, "-c", "pass"])
+        seals: Future = Future()
+        raw = LateRaw({"session": "s"}, 0)
+        raw.seals = seals
+        read_worker._take_sealed(proc, os.fdopen(r, "rb"), seals)
+        assert proc.poll() is not None
+        with pytest.raises(error, match=text):
+            sealed_raws([raw])
+
+    # one that sent them: each LateRaw gets its own, in order
+    r, w = os.pipe()
+    with os.fdopen(w, "wb") as out:
+        pickle.dump((read_worker._SEALED, ["a", "b"]), out)
+        pickle.dump((read_worker._DONE, None), out)
+    seals = Future()
+    raws = [LateRaw({}, 1), LateRaw({}, 0)]
+    for x in raws:
+        x.seals = seals
+    read_worker._take_sealed(subprocess.Popen([sys.executable, "-c", "pass"]), os.fdopen(r, "rb"), seals)
+    assert sealed_raws([*raws, "plain"]) == ["b", "a", "plain"]
