@@ -479,6 +479,7 @@ def _fit(conv: Conversation, budget: int, cut_text) -> None:
     """Keep the first user prompt and the newest turns within ``budget`` tokens."""
     turns = conv.turns
     cap = max(budget // 2, 50)
+    whole = [t.tokens for t in turns]  # before any cut: what a dropped turn leaves out
     for t in turns:  # one long message never takes the whole budget
         if t.kind == "message" and t.tokens > cap:
             bpt = max(len(t.text.encode()) / max(t.tokens, 1), 1.0)
@@ -500,7 +501,9 @@ def _fit(conv: Conversation, budget: int, cut_text) -> None:
     dropped = [t for i, t in enumerate(turns) if i not in keep]
     conv.turns = [t for i, t in enumerate(turns) if i in keep]
     conv.omitted = len(dropped)
-    conv.omitted_tokens = sum(t.tokens for t in dropped)
+    # a dropped turn leaves out its whole text, not the cut it was given above
+    # (newuser23 17: a 394,369-token message was counted as its ~150-token cut)
+    conv.omitted_tokens = sum(whole[i] for i in range(len(turns)) if i not in keep)
     if dropped:
         conv.note = (
             f"budget of {budget} tokens: {len(dropped)} older turns (~{conv.omitted_tokens:,} tokens) left out; "
