@@ -486,3 +486,45 @@ def test_report_html_a_failing_cell_and_a_full_disk_are_one_line(corpus_store, t
     assert _one_error(r, 1).startswith(
         f"error: no space left on the device ({tmp_path / 'b' / 'usage.html'}) - "
     )
+
+
+def _svg_of(page: str, title: str) -> str:
+    i = page.index(title)
+    return page[page.rfind("<svg", 0, i) : page.index("</svg>", i)]
+
+
+def test_report_html_tool_chart_axis_labels_do_not_collide(pages):
+    """newuser23 F12: the x-axis of "Tool calls per tool and agent" ended "480500" (two
+    labels drawn over each other). Each label's extent (10 px sans digits ~6 px wide,
+    from its anchor) keeps 2 px from the next."""
+    out, _ = pages
+    svg = _svg_of((out / "sessions.html").read_text(), "Tool calls per tool and agent")
+    ticks = re.findall(
+        r'<text text-anchor="(start|middle|end)" transform="translate\(([\d.]+),15\)"[^>]*>([\d,]+)</text>',
+        svg,
+    )
+    assert len(ticks) >= 3
+    spans = []
+    for anchor, x, label in ticks:
+        w, x0 = 6.0 * len(label), float(x)
+        left = {"start": x0, "middle": x0 - w / 2, "end": x0 - w}[anchor]
+        spans.append((left, left + w))
+    spans.sort()
+    assert all(b[0] - a[1] >= 2 for a, b in zip(spans, spans[1:], strict=False)), ticks
+
+
+def test_report_html_legends_list_only_agents_with_marks(pages, corpus_store):
+    """newuser23 F12: usage.html's legends listed every agent of the store (aider,
+    copilot-cli, specstory: no usage); now only the agents the charts draw, each in its
+    store-wide colour."""
+    home, _ = corpus_store
+    out, _ = pages
+    usage = (out / "usage.html").read_text()
+    used = {r["agent"] for r in _json("report", "daily", "--home", str(home), "-z", "UTC")["rows"]}
+    stored = {a for (a,) in _lite(home, "SELECT DISTINCT agent FROM entries")}
+    unused = stored - used
+    assert {"aider", "specstory"} <= unused
+    for a in unused:
+        assert f">{a}<" not in usage, a
+    for a in used:
+        assert f">{a}<" in usage, a

@@ -206,18 +206,32 @@ def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, prefect: boo
 CHECK_COLUMNS = ("file", "agent", "KiB", "lines", "status", "active", "backups")
 
 
-def _stacked_check(title: str, rows: list[tuple[str, ...]], widths: list[int]) -> None:
+#: the columns a narrow ``compress --check`` leaves out first (``--json`` has them)
+_CHECK_DROP = ("backups", "active", "lines")
+
+
+def _stacked_check(title: str, rows: list[tuple[str, ...]], widths: list[int], width: int) -> None:
     """``compress --check``'s rows in a narrow terminal: each file's name whole on a
     line, its figures aligned under the header on the next (``widths``: of the columns
-    after the name)."""
+    after the name); the figures' line kept within ``width`` columns by leaving out
+    ``_CHECK_DROP``'s columns in turn, named under the list (newuser23 F9: 71 columns
+    wide at ``COLUMNS=60``)."""
     right = ("KiB", "lines", "backups")
+    cols = list(CHECK_COLUMNS[1:])
+    hidden: list[str] = []
 
     def cells(values) -> str:
         return "  ".join(
             v.rjust(w) if c in right else v.ljust(w)
             for c, v, w in zip(CHECK_COLUMNS[1:], values, widths, strict=True)
+            if c in cols
         ).rstrip()
 
+    for c in _CHECK_DROP:
+        if len("  " + cells(CHECK_COLUMNS[1:])) <= width:
+            break
+        cols.remove(c)
+        hidden.insert(0, c)
     say(title)
     say("file")
     head = "  " + cells(CHECK_COLUMNS[1:])
@@ -226,6 +240,8 @@ def _stacked_check(title: str, rows: list[tuple[str, ...]], widths: list[int]) -
     for r in rows:
         say(r[0])
         say("  " + cells(r[1:]))
+    if hidden:
+        say_folded(f"not shown at {width} columns: {', '.join(hidden)} (--json has them)")
 
 
 def _emit_check(rep: dict, as_json: bool, show_all: bool = False) -> None:
@@ -262,7 +278,7 @@ def _emit_check(rep: dict, as_json: bool, show_all: bool = False) -> None:
     elif width is not None and sum(widths) + 2 * (len(widths) - 1) > width:
         # a file name is what to act on: never folded; too narrow for it beside the
         # figures, it takes a line of its own above them
-        _stacked_check(title, rows, widths[1:])
+        _stacked_check(title, rows, widths[1:], width)
     else:
         from rich import box
 

@@ -148,7 +148,8 @@ def _transcripts(
             f"; removed {_count(len(rep.stale_removed), 'stale page')} of sessions no longer stored"
             if rep.stale_removed
             else ""
-        ),
+        )
+        + (f"; {site.empty_note(rep.empty)}" if rep.empty else ""),
         highlight=False,
     )
     if fmt == "html":

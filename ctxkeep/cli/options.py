@@ -85,7 +85,9 @@ def unknown_value(what: str, name: str, choices: Sequence[str], where: str | Non
     """``unknown agent 'codx' (--agent) - did you mean 'codex'? (one of: …)``: the line
     of a usage error (``where``: the option, when there is one). The agents are not
     spelled out (their 49 names made a 544-character line): the closest is named, else
-    ``ctxkeep sources --all`` (the line fits 80 columns)."""
+    ``ctxkeep sources --all`` with the number it lists: the source agents, ``note``
+    left out even where ``choices`` holds it (``search --agent``), so every command
+    gives the same count (newuser23 F8: 48 vs 49)."""
     near = closest(name, choices)
     if what == "agent" and len(choices) > 8:
         return (
@@ -94,7 +96,7 @@ def unknown_value(what: str, name: str, choices: Sequence[str], where: str | Non
             + (
                 f" - did you mean {near!r}?"
                 if near
-                else f" - `ctxkeep sources --all` lists all {len(choices)}"
+                else f" - `ctxkeep sources --all` lists all {sum(c != 'note' for c in choices)}"
             )
         )
     return (

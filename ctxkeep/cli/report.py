@@ -142,6 +142,13 @@ def _hours(a: str, b: str) -> float:
     return (_time(b) - _time(a)).total_seconds() / 3600  # type: ignore[operator]
 
 
+def _span(hours: float) -> str:
+    """A block's or a gap's length as one word, the figure and its unit never split by
+    a wrap (newuser23 F10: "gap 1,416.0" / "h" at 80 columns): ``0.9h``, ``47.5h``;
+    from 48 h in days, ``59.0d``."""
+    return f"{hours / 24:,.1f}d" if hours >= 48 else f"{hours:,.1f}h"
+
+
 def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: str | None = None) -> None:
     from rich import box
 
@@ -420,14 +427,14 @@ def _usage_table(
         if r["is_gap"]:
             t.add_row(
                 _local(r["start"], tz, stack),
-                f"gap {_hours(r['start'], r['end']):,.1f} h",
+                f"gap {_span(_hours(r['start'], r['end']))}",
                 r["provider"] or "",  # whose quota window was idle (blocks are per provider)
                 *([""] if model else []),
                 *gap,
                 style="dim",
             )
             continue
-        status = "active" if r["is_active"] else f"{_hours(r['start'], r['actual_end']):.1f} h"
+        status = "active" if r["is_active"] else _span(_hours(r["start"], r["actual_end"]))
         p, b, lim = r["projection"], r["burn_rate"], r.get("token_limit")
         if r["is_active"] and p:
             status = f"active, {p['remaining_minutes'] // 60}h {p['remaining_minutes'] % 60}m left"

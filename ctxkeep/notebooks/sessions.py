@@ -165,16 +165,17 @@ def _(alt, mo, pl, show, st, table):
         .sort(["calls", "tool_name"], descending=[True, False])
     )
     _top = by_tool.head(15)["tool_name"].to_list()
+    _drawn = tools.filter(pl.col("tool_name").is_in(_top))
     _mix = (
-        alt.Chart(
-            tools.filter(pl.col("tool_name").is_in(_top)),
-            title="Tool calls per tool and agent (15 most called)",
-        )
+        alt.Chart(_drawn, title="Tool calls per tool and agent (15 most called)")
         .mark_bar()
         .encode(
-            alt.X("sum(calls):Q", title="calls"),
+            # at most 8 ticks, none overlapping (newuser23 F12: "480500" at the end)
+            alt.X(
+                "sum(calls):Q", title="calls", axis=alt.Axis(tickCount=8, labelOverlap=True, labelFlush=True)
+            ),
             alt.Y("tool_name:N", sort=_top, title=None),
-            alt.Color("agent:N", scale=st.colour),
+            alt.Color("agent:N", scale=st.colour_of(_drawn)),
             tooltip=["agent", "tool_name", "calls", "errors"],
         )
         .properties(width=640, height=alt.Step(18))

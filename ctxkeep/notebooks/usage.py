@@ -153,7 +153,8 @@ def _(alt, grain, mo, pl, show, st, usage):
     _x = alt.X(
         f"{_tu}(period):T", title=f"local {unit} ({st.tz})", axis=alt.Axis(format="%Y-%m-%d", labelAngle=-40)
     )
-    _colour = alt.Color("agent:N", scale=st.colour, title="agent")
+    _colour = alt.Color("agent:N", scale=st.colour_of(_daily), title="agent")
+    _costed = _daily.filter(pl.col("cost_usd").is_not_null())
     tokens_chart = (
         alt.Chart(_daily, title=f"Tokens per {unit} and agent")
         .mark_bar()
@@ -166,9 +167,14 @@ def _(alt, grain, mo, pl, show, st, usage):
         .properties(width=720, height=260)
     )
     cost_chart = (
-        alt.Chart(_daily.filter(pl.col("cost_usd").is_not_null()), title=f"Cost per {unit} and agent (USD)")
+        alt.Chart(_costed, title=f"Cost per {unit} and agent (USD)")
         .mark_bar()
-        .encode(_x, alt.Y("sum(cost_usd):Q", title="USD"), _colour, tooltip=["agent", "period:T", "cost_usd"])
+        .encode(
+            _x,
+            alt.Y("sum(cost_usd):Q", title="USD"),
+            alt.Color("agent:N", scale=st.colour_of(_costed), title="agent"),
+            tooltip=["agent", "period:T", "cost_usd"],
+        )
         .properties(width=720, height=260)
     )
     show(
@@ -239,7 +245,7 @@ def _(alt, mo, periods, pl, show, st, table, unit, usage):
                 axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[0, 1]),
             ),
-            alt.Color("agent:N", scale=st.colour),
+            alt.Color("agent:N", scale=st.colour_of(_over)),
             tooltip=["agent", "period:T", alt.Tooltip("ratio:Q", format=".1%")],
         )
         .properties(width=720, height=240)
@@ -303,7 +309,7 @@ def _(alt, mo, pl, show, st, table):
         .encode(
             alt.X("cost_usd:Q", title="USD"),
             alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=420)),
-            alt.Color("agent:N", scale=st.colour),
+            alt.Color("agent:N", scale=st.colour_of(_label)),
             tooltip=["agent", "session_id", "sub_agents", alt.Tooltip("cost_usd:Q", format="$,.2f")],
         )
         .properties(width=560, height=alt.Step(18))

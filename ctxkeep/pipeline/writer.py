@@ -161,24 +161,27 @@ def _account_group(g: Group, n: int, first: int | None, tot: dict, on_bytes, on_
 def add_tallies(into: dict, items: list, per_file: dict | None = None) -> None:
     """Sum the ``(agent, path, parser_version, Tally)`` items' figures into ``into``
     (``{(agent, agent version): VersionTally}``) and, with ``per_file``, each file's
-    ``[records, quarantined, known version]`` into ``per_file[(agent, path)]``."""
+    ``[lines, quarantined, known version, records]`` into ``per_file[(agent, path)]``
+    (lines: the records and the bad lines, ``VersionTally.bad``)."""
     from ctxkeep.sources.coverage import UNKNOWN_TYPES_MAX, VersionTally
 
     for agent, path, _pv, tally in items:
         if tally is None:
             continue
         if per_file is not None:
-            f = per_file.setdefault((agent, path), [0, 0, False])
+            f = per_file.setdefault((agent, path), [0, 0, False, 0])
             for v, t in tally.versions.items():
-                f[0] += t.records
+                f[0] += t.records + t.bad
                 f[1] += t.quarantined
                 f[2] = f[2] or (bool(v) and bool(t.records))
+                f[3] += t.records
         for v, t in tally.versions.items():
             acc = into.setdefault((agent, v), VersionTally())
             acc.records += t.records
             acc.parsed += t.parsed
             acc.entries += t.entries
             acc.quarantined += t.quarantined
+            acc.bad += t.bad
             for k, (n, sample) in t.unknown.items():
                 if k in acc.unknown:
                     acc.unknown[k][0] += n
@@ -482,20 +485,22 @@ def unreadable_files(tot: dict) -> list[tuple[str, str]]:
         unended[path] = unended.get(path, 0) + 1
     return sorted(
         k
-        for k, (records, quarantined, known) in tot["file_tallies"].items()
-        if records and quarantined >= records and not known and records > unended.get(k[1], 0)
+        for k, (lines, quarantined, known, _records) in tot["file_tallies"].items()
+        if lines and quarantined >= lines and not known and lines > unended.get(k[1], 0)
     )
 
 
 def drop_unreadable(tot: dict, files: list[tuple[str, str]]) -> None:
-    """Subtract the records of ``files`` (``unreadable_files``: all quarantined, under
-    the unknown version ``""``) from the run's ``coverage`` tallies."""
+    """Subtract the records and bad lines of ``files`` (``unreadable_files``: all
+    quarantined, under the unknown version ``""``) from the run's ``coverage`` tallies."""
     for agent, path in files:
-        records = tot["file_tallies"][(agent, path)][0]
+        lines, _q, _known, records = tot["file_tallies"][(agent, path)]
         t = tot["coverage"].get((agent, ""))
         if t is None:
             continue
+        bad = min(lines - records, t.bad)
         t.records -= records
-        t.quarantined -= min(records, t.quarantined)
-        if t.records <= 0:
+        t.bad -= bad
+        t.quarantined -= min(records + bad, t.quarantined)
+        if t.records <= 0 and t.quarantined <= 0:
             del tot["coverage"][(agent, "")]

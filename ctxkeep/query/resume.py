@@ -17,7 +17,8 @@ at all; a section's first item before any section's second):
    read_file, and shell commands that write (``>``, ``>>``, ``tee``, ``sed -i``,
    ``touch``) or read (``cat``, ``sed -n``, ``head``, ``tail``, ``nl``);
 4. ``failure``: the last failing tool call and the tail of its error
-   (``sessions.error_flag``);
+   (``sessions.error_flag``; a call the user rejected is their decision, no failure:
+   ``is_rejection``);
 5. ``constraints``: sentences of the user's prompts that state a rule ("don't",
    "must", "always", "never", …), verbatim;
 6. ``fetch``: the entry ids and the exact ``ctxkeep show`` / ``ctx_fetch`` calls that
@@ -482,13 +483,27 @@ def _files(rows, texts, project) -> list[Item]:
 _ORDER = ["created", "written", "edited", "deleted", "read"]
 
 
+#: how a tool result says the user turned the call down at the permission prompt (Claude
+#: Code writes it as an ``is_error`` result: "The user doesn't want to proceed with this
+#: tool use. The tool use was rejected …", read in the corpus' 0d3a8e6f and small.jsonl)
+_REJECTED_RE = re.compile(r"^\[error\]\s*The user doesn't want to proceed with this tool use")
+
+
+def is_rejection(text: str | None) -> bool:
+    """Whether an error-flagged tool result is the user's rejection of the call (their
+    decision, not a failure of the agent: ``_REJECTED_RE``)."""
+    return bool(text) and bool(_REJECTED_RE.match(text))  # type: ignore[arg-type]
+
+
 def _failure(rows, texts) -> list[Item]:
+    """The last failing tool call and its error's tail; a call the user rejected is no
+    failure and is passed over (newuser23 F13)."""
     calls = {(r[2], r[11]): r for r in rows if r[6] == "tool_call" and r[11]}
     for r in reversed(rows):
         if r[6] != "tool_result":
             continue
         text = texts(r[8])
-        if not error_flag(text):
+        if not error_flag(text) or is_rejection(text):
             continue
         call = calls.get((r[2], r[11]))
         what = _clip(" ".join(texts(call[8]).split()), 300) if call else "(call not stored)"

@@ -19,12 +19,15 @@ import datetime as dt
 import html
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import altair as alt
 import marimo as mo
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: the colours of the agents, in order of the sorted agent names of the store
 #: (Tableau 10 then 10 more; a store with more agents cycles)
@@ -55,11 +58,19 @@ def show(*items):
     return mo.vstack(items) if interactive() else Parts(items)
 
 
-def agent_scale(agents: Sequence[str]) -> alt.Scale:
-    """The colour scale of the agents: ``agents`` (every agent of the store, sorted, so
-    that a colour means one agent on every chart of every page) onto ``PALETTE``."""
+def agent_scale(agents: Sequence[str], shown: Iterable[str] | None = None) -> alt.Scale:
+    """The colour scale of the agents: each of ``agents`` (every agent of the store,
+    sorted, so that a colour means one agent on every chart of every page) onto
+    ``PALETTE``; with ``shown`` (the agents a chart draws), only those in its domain, so
+    its legend lists no agent the chart has no mark of (newuser23 F12: usage.html listed
+    aider, copilot-cli, specstory), each in its store-wide colour. An agent of ``shown``
+    not in ``agents`` takes the next colours."""
     domain = sorted(set(agents))
-    return alt.Scale(domain=domain, range=[PALETTE[i % len(PALETTE)] for i in range(len(domain))])
+    keep = domain if shown is None else sorted({str(a) for a in shown if a is not None})
+    order = {a: i for i, a in enumerate(domain)}
+    extra = {a: len(domain) + i for i, a in enumerate(a for a in keep if a not in order)}
+    at = {**order, **extra}
+    return alt.Scale(domain=keep, range=[PALETTE[at[a] % len(PALETTE)] for a in keep])
 
 
 def _cell(v, fmt: str | None) -> tuple[str, bool]:
@@ -199,6 +210,11 @@ class Store:
         self.params = self.window.params()
         self.colour = agent_scale(self.agents)
         self._analytics = analytics
+
+    def colour_of(self, frame: pl.DataFrame) -> alt.Scale:
+        """The agents' colour scale for a chart of ``frame`` (its ``agent`` column): its
+        agents only, each in its store-wide colour (``agent_scale``)."""
+        return agent_scale(self.agents, frame["agent"].unique().to_list() if frame.height else [])
 
     @property
     def lite(self):

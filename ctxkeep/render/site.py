@@ -1,7 +1,8 @@
 """``ctxkeep export markdown|html DEST``: transcripts written as a static site.
 
-Without sessions named: every session of the store, one page each, plus
-``index.<ext>``; with sessions named: those sessions and the sub-agents they
+Without sessions named: every session of the store that ``ctxkeep sessions`` and the
+app list (the empty ones, no time and no message, left out: ``is_empty``; the index
+says how many), one page each, plus ``index.<ext>``; with sessions named: those sessions and the sub-agents they
 started (their pages link each other), no index. Page names are
 ``<session id, characters outside [A-Za-z0-9._-] as _, at most 60>-<8 hex of the
 agent and id>.<ext>`` (sidechain ids hold ``/``; two ids may differ only in such
@@ -68,6 +69,19 @@ class ExportResult(Result):
     stale_removed: list[str] = Field(
         default_factory=list, description="pages of sessions no longer in the store, removed (paths)"
     )
+    empty: int = Field(0, description="empty sessions (no time, no message) left out, as `sessions` does")
+
+
+def is_empty(s) -> bool:
+    """A session ``ctxkeep sessions`` and the app leave out unless asked: no start time and
+    no message (a summary-only file; ``sinks.session_list``'s rule)."""
+    return s.started is None and not s.messages
+
+
+def empty_note(n: int) -> str:
+    """``+3 empty sessions were left out (no time, no message)``: the ``sessions`` list's words."""
+    were = "session was" if n == 1 else "sessions were"
+    return f"+{n:,} empty {were} left out (no time, no message)"
 
 
 def _marked(dest: Path) -> set[str] | None:
@@ -131,6 +145,10 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
     dest = Path(req.dest)
     before = _check_dest(dest, req.force, req.fmt)
     index = session_index(SessionIndexRequest(home=req.home)).sessions
+    n_empty = 0
+    if req.sessions is None:  # the selection of `ctxkeep sessions` (newuser23 F5)
+        kept = [s for s in index if not is_empty(s)]
+        n_empty, index = len(index) - len(kept), kept
     selected: list[str] | None = None
     ts = transcripts(TranscriptRequest(home=req.home, sessions=req.sessions, index=index))
     # named sessions: read them first (a bad reference fails before anything is written)
@@ -177,6 +195,8 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
     index_path = None
     if req.sessions is None:
         note = f"{len(index):,} sessions; times in {req.tz}. Made by ctxkeep from its store (texts redacted)."
+        if n_empty:
+            note += " " + empty_note(n_empty) + "."
         render_index = r.index_html if req.fmt == "html" else r.index_markdown
         index_path = dest / f"index{ext}"
         total_bytes += _write(index_path, render_index(index, tz=req.tz, link=link, note=note))
@@ -200,4 +220,5 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
         messages=counts,
         bytes=total_bytes,
         stale_removed=stale,
+        empty=n_empty,
     )

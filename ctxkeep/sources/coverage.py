@@ -56,7 +56,11 @@ class VersionTally:
     #: records understood (into entries, or skipped by design)
     parsed: int = 0
     entries: int = 0
+    #: records quarantined, and bad lines (``bad``)
     quarantined: int = 0
+    #: of ``quarantined``, the bad lines: no record, not in ``records`` (``Tally.bad_line``;
+    #: this run's only, the ledger keeps ``quarantined``)
+    bad: int = 0
     #: type → [count, redacted sample line (≤ ``SAMPLE_CHARS``)]
     unknown: dict[str, list] = field(default_factory=dict)
 
@@ -94,6 +98,16 @@ class Tally:
             got[0] += 1
         elif len(t.unknown) < UNKNOWN_TYPES_MAX:
             t.unknown[rtype] = [1, sample(raw)]
+
+    def bad_line(self, version: str | None, n: int = 1) -> None:
+        """Count ``n`` bad lines met among ``version``'s records: not JSON (torn), not a
+        JSON object, or over the line cap. Quarantined, but no record the parser saw: not
+        in ``records``, so they do not lower the version's parse rate (format drift is
+        about records the parser did not understand; newuser23 F4: a torn and an over-cap
+        line made "75.0% of 8 records parsed")."""
+        t = self.version(version)
+        t.quarantined += n
+        t.bad += n
 
     def quarantined(self, version: str | None, n: int = 1) -> None:
         """Count ``n`` records of ``version`` that went to the quarantine (a line that

@@ -15,7 +15,9 @@ An alert is a dict ``{"agent", "agent_version", "kind", "message", "parse_rate",
   (at least ``MIN_RECORDS`` records read), or, in the ledger, below the agent's
   previous version's. Records of no known version failing is no drift of a format:
   a file in an agent's folder that is not in its format at all (garbage) is counted
-  as unreadable by the ingest (``pipeline.writer.unreadable_files``), not here.
+  as unreadable by the ingest (``pipeline.writer.unreadable_files``), not here;
+  nor are bad lines (torn, not a JSON object, over the line cap): quarantined and
+  counted as such, no record of the version (``sources.coverage.Tally.bad_line``).
 
 Rates are fractions (0..1).
 """

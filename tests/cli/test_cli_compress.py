@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import time
@@ -254,3 +255,23 @@ def test_a_named_file_that_is_no_session_is_an_error(env, tmp_path):
     r = _invoke(["compress", str(other), str(rollout), "--dry-run"], e)
     assert r.exit_code == 0, r.output
     assert "warning:" in r.stderr and f"{other}: not a session file" in " ".join(r.stderr.split())
+
+
+def test_report_html_compression_table_fits_the_page(env, tmp_path):
+    """newuser23 F12: store.html's "Compression savings" table (11 columns, full paths)
+    ran past the right edge at 1280 px: the file's name, and no "after" columns."""
+    e, home, store = env
+    assert _invoke(["ingest"], e).exit_code == 0
+    r = _invoke(["compress"], e)
+    assert r.exit_code == 0, r.output
+    r = _invoke(["report", "html", str(tmp_path / "rep")], e)
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "rep" / "store.html").read_text()
+    part = page[page.index("Compression savings</h2>") :]
+    part = part[: part.index("</table>")]
+    head = re.findall(r"<th>([^<]*)</th>", part)
+    assert head == [
+        "run id", "started", "status", "file", "agent", "bytes before", "bytes saved", "tokens before", "tokens saved",
+    ]  # fmt: skip
+    files = [re.findall(r"<td[^>]*>([^<]*)</td>", row)[3] for row in part.split("<tr>")[2:]]
+    assert sorted(files) == sorted([Path(ROLLOUT).name, Path(BIG_ROLLOUT).name])

@@ -7,9 +7,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 import textwrap
+from datetime import datetime
 
 import pytest
 from typer.testing import CliRunner
@@ -289,7 +291,26 @@ def test_blocks_gap_rows_name_their_provider(home):
     lines = [" ".join(x.split()) for x in r.stdout.splitlines() if " gap " in x]
     assert len(lines) == len(gaps)
     for line, g in zip(lines, gaps, strict=True):
-        assert f" h {g['provider']}" in line, line
+        assert re.search(rf" gap [0-9,.]+[hd] {g['provider']}", line), line
+
+
+def test_blocks_keep_a_span_and_its_unit_together_at_80_columns(home):
+    """newuser23 F10: at 80 columns "gap 1,416.0 h" wrapped, leaving a lone "h": a
+    span is one word now, in days from 48 h (1,416.0 h: 59.0d)."""
+    d = json.loads(run("report", "blocks", "--home", home, "--json").stdout)
+    r = CliRunner().invoke(app, ["report", "blocks", "--home", home], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    cells = [c for x in r.stdout.splitlines() for c in x.split()]
+    assert "h" not in cells and "d" not in cells
+    spans = [c for c in cells if re.fullmatch(r"[0-9,]+\.[0-9][hd]", c)]
+    want = []
+    for b in d["rows"]:
+        if b["is_gap"] or not b["is_active"]:
+            a = datetime.fromisoformat(b["start"].replace("Z", "+00:00"))
+            z = datetime.fromisoformat((b["end"] if b["is_gap"] else b["actual_end"]).replace("Z", "+00:00"))
+            h = (z - a).total_seconds() / 3600
+            want.append(f"{h / 24:,.1f}d" if h >= 48 else f"{h:,.1f}h")
+    assert spans == want and any(x.endswith("d") for x in want)
 
 
 def test_a_logged_cost_is_said_to_be_the_agents_own(home):

@@ -134,6 +134,24 @@ def test_compress_check_keeps_each_file_name_whole_on_a_line(homes):
     )
 
 
+def test_compress_check_fits_60_columns_and_names_what_it_leaves_out(homes):
+    """newuser23 F9: at COLUMNS=60 the header and figures were 67-71 columns wide; now
+    only a file name (never folded) may be wider, and the columns left out are named."""
+    store, home = homes
+    rep = json.loads(_run(store, "compress", "--check", "--json", home=home).stdout)
+    names = {Path(f["path"]).name for f in rep["files"]}
+    lines = _run(store, "compress", "--check", "--all", home=home, columns=60).stdout.splitlines()
+    wide = [x for x in lines if cell_len(x) > 60 and x not in names]
+    assert not wide, wide
+    head = next(x for x in lines if x.split()[:2] == ["agent", "KiB"])
+    assert head.split() == ["agent", "KiB", "lines", "status", "active"]
+    assert "not shown at 60 columns: backups (--json has them)" in lines
+    # every file's name whole, its figures under it
+    for f in rep["files"]:
+        i = lines.index(Path(f["path"]).name)
+        assert lines[i + 1].split()[:3] == [f["agent"], f"{f['bytes'] / 1024:,.0f}", f"{f['lines']:,}"]
+
+
 def test_secrets_sessions_show_short_ids_and_whole_paths(homes):
     store, home = homes
     rep = json.loads(_run(store, "secrets", "--json", home=home).stdout)

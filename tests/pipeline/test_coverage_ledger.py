@@ -76,10 +76,10 @@ def test_ledger_counts_per_version_unknown_types_and_quarantine(tmp_path, store_
         {},
     )
     assert old["parse_rate"] == 1.0 and old["parser_version"] == 4 and old["entries"] == 6
-    # 3 messages + 2 hologram records + 1 torn line (quarantined, counted under the
-    # version the records before it named)
-    assert (new["records"], new["parsed"], new["quarantined"]) == (6, 3, 1)
-    assert new["parse_rate"] == 0.5
+    # 3 messages + 2 hologram records; the torn line is a bad line: quarantined (under
+    # the version the records before it named), no record the parser saw
+    assert (new["records"], new["parsed"], new["quarantined"]) == (5, 3, 1)
+    assert new["parse_rate"] == 0.6
     assert list(new["unknown"]) == ["hologram"] and new["unknown"]["hologram"]["count"] == 2
     sample = new["unknown"]["hologram"]["sample"]
     assert '"type": "hologram"' in sample and SECRET not in sample and "REDACTED" in sample
@@ -117,21 +117,25 @@ def test_ledger_appends_count_once_and_a_parser_change_recounts(tmp_path, store_
 
 
 def test_a_parse_rate_drop_and_new_types_of_a_known_version_are_reported(tmp_path, store_home):
-    home = _home(tmp_path, {"a.jsonl": "".join(_line("2.1.0", i) for i in range(10))})
-    assert ingest(home, store_home, "claude-code").coverage_alerts == []
+    first = "".join(_line("2.1.0", i) for i in range(19)) + _line("2.1.0", 19, "hologram")
+    home = _home(tmp_path, {"a.jsonl": first})
+    s = ingest(home, store_home, "claude-code")
+    assert [x["kind"] for x in s.coverage_alerts] == ["new_version_unknown_types"]
     proj = home / ".claude/projects/-work-demo"
-    # the same version's later file: half its lines no longer parse
+    # the same version's later file: half its records are of a type the parser does not
+    # understand (met before, so no new type: the rate dropped from 95% to 50%)
     (proj / "b.jsonl").write_text(
-        "".join(_line("2.1.0", i) for i in range(20, 25)) + '{"version":"2.1.0", "type": broken\n' * 5
+        "".join(_line("2.1.0", i) for i in range(20, 25))
+        + "".join(_line("2.1.0", i, "hologram") for i in range(25, 30))
     )
     s = ingest(home, store_home, "claude-code")
     assert [(x["kind"], x["parse_rate"], x["previous_rate"]) for x in s.coverage_alerts] == [
-        ("parse_rate_dropped", 0.5, 1.0)
+        ("parse_rate_dropped", 0.5, 0.95)
     ]
-    (proj / "c.jsonl").write_text(_line("2.1.0", 30, "hologram"))
+    (proj / "c.jsonl").write_text(_line("2.1.0", 30, "hologram2"))
     s = ingest(home, store_home, "claude-code")
-    assert [(x["kind"], x["unknown"]) for x in s.coverage_alerts] == [("new_unknown_types", ["hologram"])]
-    assert "record types not met before: hologram (1)" in s.coverage_alerts[0]["message"]
+    assert [(x["kind"], x["unknown"]) for x in s.coverage_alerts] == [("new_unknown_types", ["hologram2"])]
+    assert "record types not met before: hologram2 (1)" in s.coverage_alerts[0]["message"]
 
 
 def test_sources_coverage_json_and_doctor_report_the_drift(tmp_path, store_home, monkeypatch):
@@ -170,3 +174,28 @@ def test_ledger_table_in_a_migrated_store(store_home):
     cols = [r[1] for r in conn.execute("PRAGMA table_info(coverage)")]
     conn.close()
     assert cols[:4] == ["agent", "path", "agent_version", "parser_version"] and "unknown" in cols
+
+
+def test_torn_and_over_cap_lines_are_bad_lines_not_format_drift(tmp_path, store_home, monkeypatch):
+    """newuser23 F4: a torn line and an over-cap line among a known version's records
+    are quarantined and counted as such, but are no record the parser failed on: the
+    version's parse rate stays 100% and the ingest reports no format drift."""
+    monkeypatch.setenv("CTXKEEP_MAX_LINE_MB", str(4096 / 1024 / 1024))
+    monkeypatch.setattr("ctxkeep.pipeline.plan._LINE_CAP_FROM_ENV", True)  # (read at import)
+    good = "".join(_line("1.0.43", i) for i in range(4))
+    home = _home(tmp_path, {"a.jsonl": good})
+    s1 = ingest(home, store_home, "claude-code")
+    assert s1.coverage_alerts == [] and s1.quarantined == 0
+    more = (
+        _line("1.0.43", 4)
+        + '{"type":"user","version":"1.0.43", torn\n'
+        + _line("1.0.43", 5, note="x" * 5000)  # over the 4,096-byte cap
+        + "".join(_line("1.0.43", i) for i in range(6, 8))
+    )
+    with open(home / ".claude" / "projects" / "-work-demo" / "a.jsonl", "a") as f:
+        f.write(more)
+    s2 = ingest(home, store_home, "claude-code")
+    assert s2.quarantined == 2
+    assert s2.coverage_alerts == []
+    row = _ledger(store_home)["1.0.43"]
+    assert (row["records"], row["parsed"], row["quarantined"], row["parse_rate"]) == (7, 7, 2, 1.0)

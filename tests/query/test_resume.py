@@ -340,3 +340,26 @@ def test_json_items_carry_their_fields_not_only_markdown(corpus_store):
     assert fetch["entries"]["ids"] == list(dict.fromkeys(quoted))
     assert fetch["entries"]["mcp"] == {"ctx_fetch": {"ids": fetch["entries"]["ids"]}}
     assert fetch["conversation"]["command"] == f"ctxkeep show --session {d['session_id']}"
+
+
+def test_a_users_rejection_of_a_tool_use_is_no_failure(conn):
+    """newuser23 F13: 0d3a8e6f's "Last failure" was the user's rejection of a MultiEdit
+    ("The user doesn't want to proceed with this tool use", an is_error result in the
+    JSONL): the user's decision, not the agent's failure. The session has no other error
+    result, so the section is empty."""
+    from ctxkeep.query.resume import is_rejection
+    from ctxkeep.query.sessions import error_flag
+    from ctxkeep.sinks.sqlite import content_text
+
+    snap = build_snapshot(conn, "0d3a8e6f", budget=4000)
+    errors = [
+        t
+        for (h,) in conn.execute(
+            "SELECT content_hash FROM entries WHERE session_id LIKE '0d3a8e6f%' AND kind = 'tool_result'"
+        )
+        if error_flag(t := content_text(conn, h))
+    ]
+    assert errors and all(is_rejection(t) for t in errors)
+    assert not snap.sections.get("failure")
+    assert "Last failure" not in snap.to_markdown()
+    assert not is_rejection("[error] Request failed with status code 403")

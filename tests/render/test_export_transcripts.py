@@ -75,6 +75,18 @@ def _sessions(home: Path) -> dict[str, tuple[str, int]]:
     }
 
 
+def _empty(home: Path) -> set[str]:
+    """The sessions `ctxkeep sessions` leaves out, from store.db: no time, no message."""
+    return {
+        sid
+        for (sid,) in q(
+            home,
+            "SELECT session_id FROM entries WHERE status IS NOT 'rewound' GROUP BY session_id "
+            "HAVING max(ts) IS NULL AND sum(kind = 'message') = 0",
+        )
+    }
+
+
 def _first_user_message(home: Path, sid: str) -> tuple[str, str] | None:
     """(entry id, text) of a session's first user message with text, from store.db."""
     rows = q(
@@ -111,8 +123,12 @@ def html_site(own_store, tmp_path_factory):
 
 def test_export_html_one_page_per_session_and_an_index(html_site):
     home, dest, rep = html_site
-    stored = _sessions(home)
+    stored, empty = _sessions(home), _empty(home)
     assert len(stored) >= 30  # the corpus: Claude Code, Codex, Gemini, … sessions
+    # the empty sessions (no time, no message) are left out, as `ctxkeep sessions`
+    # leaves them out, and the index says how many (newuser23 F5: 3 "(no prompt)" pages)
+    assert len(empty) == rep.empty == 3
+    stored = {sid: v for sid, v in stored.items() if sid not in empty}
     pages = sorted(p.name for p in dest.glob("*.html") if p.name != "index.html")
     assert len(pages) == len(stored) == len(rep.pages)
     assert (dest / "index.html").is_file() and rep.index == str(dest / "index.html")
@@ -120,6 +136,12 @@ def test_export_html_one_page_per_session_and_an_index(html_site):
     index = _parse(dest / "index.html")
     linked = sorted(v for tag, k, v in index.refs if tag == "a")
     assert linked == pages
+    text = " ".join("".join(index.text).split())
+    assert f"{len(stored)} sessions;" in text
+    assert "+3 empty sessions were left out (no time, no message)." in text
+    listed = run_cli(["sessions", "--all", "--json", "--home", str(home)])
+    assert listed.exit_code == 0, listed.output
+    assert json.loads(listed.stdout)["empty"] == 3
     # every page holds as many message sections as the session has messages
     for p in rep.pages:
         html = Path(p).read_text(encoding="utf-8")
@@ -277,13 +299,14 @@ def test_export_after_a_purge_removes_the_purged_sessions_stale_pages(store, tmp
     dest = tmp_path / "site"
     first = site.export(site.ExportRequest(home=store, dest=dest, fmt="html"))
     (dest / "notes.txt").write_text("mine")  # not ctxkeep's: never removed
-    sessions = _sessions(store)
+    empty = _empty(store)  # left out of the export (as `ctxkeep sessions` does)
+    sessions = {sid: v for sid, v in _sessions(store).items() if sid not in empty}
     gone = next(sid for sid in sorted(sessions) if "/" not in sid)
     gone_page = dest / site.page_name(sessions[gone][0], gone, ".html")
     assert str(gone_page) in first.pages and gone_page.exists()
     r = run_cli(["purge", "--session", gone, "--yes", "--home", str(store)])
     assert r.exit_code == 0, r.output
-    left = _sessions(store)
+    left = {sid: v for sid, v in _sessions(store).items() if sid not in empty}
     assert gone not in left
     second = site.export(site.ExportRequest(home=store, dest=dest, fmt="html"))
     assert not gone_page.exists()

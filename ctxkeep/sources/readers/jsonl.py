@@ -434,7 +434,7 @@ def read_jsonl(
             if complete or carried:
                 first = False
                 if carried:
-                    tally.quarantined(state.get("_v"), len(carried))
+                    tally.bad_line(state.get("_v"), len(carried))
                 entries, quarantine, lines = _parse_lines(
                     complete[skip:], pos + skip, path, parse, state, cap, tally, unique_ids
                 )
@@ -585,7 +585,7 @@ def _judge_unended(
     if over is not None:
         row = over.row(path)
         row["reason"] = f"{UNENDED}: {row['reason']}"
-        tally.quarantined(state.get("_v"))
+        tally.bad_line(state.get("_v"))
         held = {"len": over.size, "sha256": row["raw_sha256"]}
         entries: list[dict] = []
         quarantine, lines = [row], 1
@@ -648,14 +648,14 @@ def _parse_lines(
             big = OversizeLine(line_off, cap)
             big.feed(complete[line_off - pos : nl])
             quarantine.append(big.row(path))
-            tally.quarantined(state.get("_v"))
+            tally.bad_line(state.get("_v"))
             continue
         rec, problem = parse_line(raw)
         if rec is None and problem is not None:  # (a JSON ``null`` parses to None too)
             pieces = salvage_line(raw)
             if not pieces:
                 quarantine.append(quarantine_row(path, line_off, raw, problem))
-                tally.quarantined(state.get("_v"))
+                tally.bad_line(state.get("_v"))
                 continue
             quarantine.append(
                 quarantine_row(
@@ -682,7 +682,7 @@ def _parse_lines(
                 quarantine.append(
                     quarantine_row(path, rec_off, rec_raw, f"not a JSON object ({type(rec).__name__})")
                 )
-                tally.quarantined(state.get("_v"))
+                tally.bad_line(state.get("_v"))
                 continue
             lh = hashlib.sha256(rec_raw).hexdigest()
             try:
