@@ -137,6 +137,14 @@ def test_ingest_line_and_json_say_what_a_tombstone_skipped(tmp_path, store_home)
     assert [(t["scope"], t["value"], t["records"], t["sessions"], t["purged_at"]) for t in got] == [
         ("project", BIG, 2, 1, stamp)
     ]
+    # `sources` lists the standing tombstones (the project first, its session counted)
+    src = json.loads(_cli(store_home, "sources", "--json", user=tmp_path).stdout)
+    assert [(t["scope"], t["value"]) for t in src["tombstones"]] == [
+        ("project", BIG),
+        ("session", first.stem),
+    ]
+    line = " ".join(_cli(store_home, "sources", user=tmp_path).stdout.split())
+    assert f"tombstones: project {BIG} (purged on {stamp[:10]}), 1 session: every ingest skips" in line
 
 
 # ---------------------------------------------------------------- purge --all is a wipe
