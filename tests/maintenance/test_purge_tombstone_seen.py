@@ -227,3 +227,22 @@ def test_compaction_line_explains_more_than_the_free_pages(tmp_path, store_home)
         or "of free pages, " in flat
         and "from packing partly empty pages" in flat
     )
+
+
+def test_restore_into_a_wiped_home_supersedes_the_wipe(tmp_path, store_home):
+    f = session_file(tmp_path, "/nowhere/p", 3)
+    g = session_file(tmp_path, "/nowhere/q", 2)
+    run_ingest(store_home, paths=[f, g])
+    b = _cli(store_home, "backup", "--json", user=tmp_path)
+    assert b.returncode == 0, b.stderr
+    purge(store_home, PurgeRequest("session", session_id=g.stem))  # after the backup
+    assert _cli(store_home, "purge", "--all", "--yes", user=tmp_path).returncode == 0
+    backup = next((store_home / "backups").glob("store-*.db"))
+    r = _cli(store_home, "restore", str(backup), user=tmp_path)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert not (store_home / "store.wiped").exists()
+    # the backup's 5 entries are back (the wipe's mark did not delete the store put back)
+    assert _cli(store_home, "ingest", user=tmp_path).returncode == 0
+    assert scalar(store_home, "SELECT count(*) FROM entries") == 5
+    # and the wipe's tombstone (a purge after the backup) came with the restore
+    assert scalar(store_home, "SELECT count(*) FROM tombstones WHERE value=?", g.stem) == 1

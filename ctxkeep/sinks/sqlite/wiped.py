@@ -18,7 +18,9 @@ first ``finish`` es a wipe a kill cut short (the files still there are deleted),
 creates the store and ``adopt`` s the mark: the tombstones go into the new store and the
 mark is removed in the same transaction's aftermath (a kill before the removal leaves
 an empty new store that the next open wipes again: nothing is lost). A read-only open
-of a marked home finds "no store yet".
+of a marked home finds "no store yet". ``restore`` of a backup into a wiped home
+removes the mark once the backup is in place (``unmark``) and adds the mark's
+tombstones to it (``insert_kept``): the restore supersedes the wipe.
 
 Tombstones survive the wipe on purpose: a client's project that was purged must not
 come back when the agents' files are read again from the start (docs/design.md,
@@ -125,8 +127,15 @@ def finish(home: Path) -> None:
 
 def adopt(conn: sqlite3.Connection, home: Path) -> int:
     """After the new store's schema: put the mark's tombstones and ``purge_files`` rows
-    into it (one transaction), then remove the mark. Returns the tombstones adopted."""
-    kept = read(home)
+    into it (``insert_kept``), then remove the mark. Returns the tombstones adopted."""
+    n = insert_kept(conn, read(home))
+    unmark(home)
+    return n
+
+
+def insert_kept(conn: sqlite3.Connection, kept: dict) -> int:
+    """Insert a mark's ``kept`` rows (``read``) into the store on ``conn``, in one
+    transaction (rows it holds already are left). Returns the tombstones given."""
     tombs = [tuple(r) for r in kept.get("tombstones") or [] if len(r) == 3]
     files = [tuple(r) for r in kept.get("purge_files") or [] if len(r) == 4]
     conn.execute("BEGIN IMMEDIATE")
@@ -137,7 +146,11 @@ def adopt(conn: sqlite3.Connection, home: Path) -> int:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    return len(tombs)
+
+
+def unmark(home: Path) -> None:
+    """Remove the mark (durably): the home holds a store again."""
     with contextlib.suppress(FileNotFoundError):
         (Path(home) / WIPE_MARK).unlink()
     fsync_dir(Path(home))
-    return len(tombs)
