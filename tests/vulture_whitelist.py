@@ -118,6 +118,7 @@ restored
 store_bytes
 thresholds
 tombstones
+tombstones_kept  # service.purge.PurgeResult (purge --all --json: carried into the next store)
 watermarks_dropped
 would_compress
 raw_base64

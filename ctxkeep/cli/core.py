@@ -285,6 +285,8 @@ def _print_summary(s: dict, held: str | None) -> None:
             f"{', '.join(shown)}" + (f", +{n - len(shown)} more" if n > len(shown) else ""),
             indent="    ",
         )
+    for t in tombstone_lines(s.get("tombstoned") or []):
+        say_folded("  " + t, indent="    ")
     alerts = s.get("coverage_alerts") or []
     for a in alerts:
         say_folded(f"  format drift: {a['message']}", indent="    ")
@@ -715,3 +717,23 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
         + f"; last new data {res['last_ingest'] or 'never'}"  # (no-op ingests record no run: newuser19 F10)
     )
     say_folded(redactions_line(res["redactions"]))
+
+
+def tombstone_lines(rows: list[dict]) -> list[str]:
+    """The ingest summary's lines for ``Summary.tombstoned``, one per tombstone:
+    ``skipped 150,000 records of 1 session under /tmp/big: purged on 2026-12-06
+    (`ctxkeep purge --reingest --project /tmp/big` lifts it)``."""
+    out = []
+    for r in rows:
+        n, k = r["records"], r["sessions"]
+        if r["scope"] == "project":
+            where = f"of {k:,} session{'s' * (k != 1)} under {r['value']}"
+        else:  # the session and its sub-agents
+            where = f"of session {r['value']}" + (f" and {k - 1:,} sub-agent session(s)" if k > 1 else "")
+        lift = f"--project {r['value']}" if r["scope"] == "project" else f"--session {r['value']}"
+        day = (r.get("purged_at") or "")[:10] or "an earlier run"
+        out.append(
+            f"skipped {n:,} record{'s' * (n != 1)} {where}: purged on {day} "
+            f"(`ctxkeep purge --reingest {lift}` lifts it)"
+        )
+    return out

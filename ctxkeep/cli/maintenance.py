@@ -169,6 +169,7 @@ def purge(
             f"wiped the store at {tilde(h)}: removed {', '.join(rep['files_removed']) or 'nothing (already empty)'}"
             f" ({_size(rep['bytes_removed'])})"
         )
+        say_folded("  " + _wipe_after(rep, "did"), indent="    ")
         _print_backups(rep)
         return
     r = rep["removed"]
@@ -182,6 +183,8 @@ def purge(
     )
     if rep.get("kept"):  # the identifying data it keeps, on purpose (newuser18 F5)
         say_folded("  " + rep["kept"], indent="    ")
+    if rep.get("tombstone_note") and rep.get("tombstone") == "added":  # what it blocks (newuser23 F1)
+        say_folded("  " + rep["tombstone_note"], indent="    ")
     if rep.get("analytics"):
         out.print("  " + rep["analytics"], highlight=False)
     if rep.get("compacted"):
@@ -213,10 +216,16 @@ def _compacted_line(c: dict) -> str:
             ": not enough" if c["disk_free"] < c["needs"] else ""
         )
         return (
-            f"would compact store.db: {_size(c['before'])} -> about {_size(c['after'])} "
+            f"would compact store.db: {_size(c['before'])} -> at most {_size(c['after'])} "
             f"({c['free_pages']:,} of {c['pages']:,} pages free now{room})"
         )
-    return f"compacted store.db: {_size(c['before'])} -> {_size(c['after'])} ({_size(c['reclaimed'])} given back)"
+    more = c["reclaimed"] - c.get("free_bytes", c["reclaimed"])
+    why = (  # the free pages and what packing the partly empty pages gave (newuser23 F11)
+        f": {_size(c['free_bytes'])} of free pages, {_size(more)} from packing partly empty pages"
+        if more > 0
+        else ""
+    )
+    return f"compacted store.db: {_size(c['before'])} -> {_size(c['after'])} ({_size(c['reclaimed'])} given back{why})"
 
 
 def _compact(h: Path, dry_run: bool, as_json: bool, policy: dict | None = None) -> None:
@@ -358,6 +367,24 @@ def _interactive() -> bool:
         return False
 
 
+def _wipe_after(rep: dict, mood: str) -> str:
+    """What a ``purge --all`` means for the next ingest (newuser23 F2): it reads the
+    agents' files again from the start; the tombstones go into the new store."""
+    r = rep.get("reread") or {"files": 0, "bytes": 0}
+    n = rep.get("tombstones_kept", 0)
+    kept = (
+        f"the {_count(n, 'tombstone')} of earlier purges {('is' if n == 1 else 'are') if mood == 'did' else 'will be'} "
+        "kept for the "
+        "new store, so what they name stays out (`purge --reingest` lifts one)"
+        if n
+        else "no tombstones to keep"
+    )
+    return (
+        f"the next ingest reads the agents' files again from the start ({_count(r['files'], 'file')}, "
+        f"{_size(r['bytes'])} on disk now) into a new store; {kept}"
+    )
+
+
 def _print_preview(p: dict) -> None:
     if p["scope"] == "all":
         say_folded(  # folded, ~/ (118 columns at 80: newuser16 F9)
@@ -366,6 +393,7 @@ def _print_preview(p: dict) -> None:
         )
         if p.get("removed"):
             out.print(_counts_table("would remove", p["removed"]))
+        say_folded("  " + _wipe_after(p, "would"), indent="    ")
         _print_backups(p)
         return
     out.print(_counts_table(f"purge {p['resolved']} would remove", p["removed"]))
@@ -376,6 +404,14 @@ def _print_preview(p: dict) -> None:
             highlight=False,
             markup=False,
         )
+    # what the run leaves behind and blocks from now on (newuser23 F1, F6)
+    tomb = p.get("tombstone") or "none"
+    say_folded(
+        f"tombstone: {tomb}"
+        + (f" ({', '.join(p['tombstones'])})" if p.get("tombstones") else "")
+        + (f"; {p['tombstone_note']}" if p.get("tombstone_note") else ""),
+        indent="  ",
+    )
     _print_backups(p)
 
 

@@ -206,6 +206,24 @@ def sources(
             + ("it)" if hidden == 1 else "them)"),
             highlight=False,
         )
+    if res.tombstones:
+        say_folded(_tombstones_line(res.tombstones), indent="  ")
+
+
+def _tombstones_line(tombs: list[dict]) -> str:
+    """The standing tombstones in one line: the projects by name (with the day they
+    were purged), the sessions counted (newuser23 F1)."""
+    projects = [t for t in tombs if t["scope"] == "project"]
+    sessions = len(tombs) - len(projects)
+    named = [f"project {t['value']} (purged on {(t['purged_at'] or '')[:10]})" for t in projects]
+    if sessions:
+        named.append(_count(sessions, "session"))
+    return (
+        "tombstones: "
+        + ", ".join(named)
+        + ": every ingest skips their records, new sessions of a project too "
+        "(`ctxkeep purge --reingest --project DIR` or `--session ID` lifts one)"
+    )
 
 
 def _table(rows: list[dict]) -> None:

@@ -19,7 +19,7 @@ from ctxkeep.errors import NotFound, StoreError
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import BACKUPS_DIR, STORE_DB, STORE_DB_SIDECARS
 from ctxkeep.sinks.lock import hold
-from ctxkeep.sinks.sqlite import copies, pool
+from ctxkeep.sinks.sqlite import copies, pool, wiped
 from ctxkeep.sinks.sqlite.store_safety import damaged, header_problem
 from ctxkeep.timeutil import now_iso
 
@@ -160,13 +160,20 @@ def restore(home: Path, file: Path) -> dict:
 
     with hold(home, 0, what="restore"):
         moved = move_aside(home, "replaced", "restore")
+        # a home `purge --all` wiped: the restore supersedes the wipe (its mark would
+        # have the next open delete the store put back), keeping the wipe's tombstones
+        kept = wiped.read(home) if wiped.marked(home) else None
         install(home, file)
+        if kept is not None:
+            wiped.unmark(home)
         # the vault is newer than the backup: its manifest is made again from the packs
         # and every file it holds derived from it (``reparse.from_vault``), so what was
         # ingested after the backup is back, compress's and purge's work included
         vault_actions = from_vault(home)
         conn = sqlite_store.connect(home)
         try:
+            if kept:
+                wiped.insert_kept(conn, kept)
             note = rebuild_analytics(conn, home)
         finally:
             conn.close()

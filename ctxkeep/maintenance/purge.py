@@ -47,8 +47,10 @@ that the next ingest does not bring the data back; the report says so (``kept``:
 
 ``scope="all"`` (``wipe``) deletes ``store.db`` with its ``-wal``/``-shm`` sidecars,
 ``analytics.duckdb`` (and its ``.wal``) and the Parquet ``archive/`` directory; it keeps
-``config.toml``, the lock file and Prefect's own directory. No tombstones survive it:
-the next ingest rebuilds the store from the agents' files.
+``config.toml``, the lock file and Prefect's own directory; ``store.id`` and
+``integrity.ok`` go too, after ``store.wiped`` was written, which carries the
+tombstones into the next store (``sinks.sqlite.wiped``: a wipe is not damage, and a
+purged project stays out): the next ingest rebuilds the store from the agents' files.
 
 A purge never opens, modifies or deletes the agents' own session files, nor the store
 backups (``<home>/backups``): ``backups_holding`` names those that still hold the scope,
@@ -59,7 +61,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -67,9 +68,9 @@ from ctxkeep import timeutil
 from ctxkeep.maintenance.purge_request import PurgeRequest
 from ctxkeep.sinks import parquet, recovery
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.sinks.files import ARCHIVE_DIR, STORE_DB, STORE_FILES, VAULT_DIR, store_files
+from ctxkeep.sinks.files import STORE_DB, store_files
 from ctxkeep.sinks.lock import hold
-from ctxkeep.sinks.sqlite import coverage, intents, tombstones
+from ctxkeep.sinks.sqlite import coverage, intents, tombstones, wiped
 from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sinks.sqlite.intents import kill_point
 
@@ -129,6 +130,7 @@ def _tombstone(
             "tombstones": [f"{req.scope} {req.value}"],
             "watermarks_dropped": 0,
             "kept": kept_line(req.scope, len({s for s in owned if s}), len(files)),
+            "tombstone_note": tombstone_note(req.scope, req.value),
         }
     n, dropped = tombstones.lift(conn, req.scope, req.value, files)
     return {
@@ -145,8 +147,11 @@ def wipe(home: Path, *, dry_run: bool = False) -> dict:
     holds the store lock (``run_purge`` does). Returns ``{"scope": "all", "resolved",
     "home", "dry_run", "files_removed": [names], "bytes_removed": bytes, "removed":
     {entries, sessions, contents, chunks, usage, quarantine} (counted before, from a
-    read-only connection; empty when there is no store)}`` plus ``note`` when the
-    store could not be read (its files are removed anyway). ``dry_run`` only counts."""
+    read-only connection; empty when there is no store), "tombstones_kept": the
+    tombstones carried into the next store (``sinks.sqlite.wiped``), "reread": {"files",
+    "bytes"}: what the next ingest reads again from the start (``reread``)}`` plus
+    ``note`` when the store could not be read (its files are removed anyway).
+    ``dry_run`` only counts."""
     sizes = store_files(home)
     report = {
         "scope": "all",
@@ -163,18 +168,46 @@ def wipe(home: Path, *, dry_run: bool = False) -> dict:
             report["removed"] = delete_store.store_counts(db)
         except sqlite3.Error as e:
             report["note"] = f"store unreadable ({e}); its files are removed anyway"
+    kept = wiped.kept_rows(db)
+    report["tombstones_kept"] = len(kept["tombstones"])
+    report["reread"] = reread(db)
     if dry_run:
         return report
-    for name in STORE_FILES:
-        try:
-            (home / name).unlink()
-        except FileNotFoundError:
-            pass
-    shutil.rmtree(home / ARCHIVE_DIR, ignore_errors=True)
-    # the vault's packs: whole sessions (redacted); its manifest went with store.db, so
-    # left behind they would be orphans nothing lists or removes (new-user trial)
-    shutil.rmtree(home / VAULT_DIR, ignore_errors=True)
+    # the mark first (durable): a kill from here on leaves a wiped home, never a
+    # "damaged" one, and the next writable open finishes the wipe (``sinks.sqlite.wiped``)
+    wiped.write(home, {"wiped_at": timeutil.now_iso(), **kept})
+    kill_point("wipe", "marked")
+    # store.db and its sidecars, DuckDB, the archive, the vault's packs (whole sessions,
+    # redacted: their manifest goes with store.db), store.id and integrity.ok
+    wiped.delete_store_files(home, between=lambda: kill_point("wipe", "store_db"))
     return report
+
+
+def reread(db: Path) -> dict:
+    """What the next ingest after a wipe reads again from the start: the files the
+    store's watermarks name that are on disk now: ``{"files": int, "bytes": their size
+    now}`` (zeros without a readable store)."""
+    import os
+
+    out = {"files": 0, "bytes": 0}
+    if not Path(db).exists():
+        return out
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            paths = [r[0] for r in conn.execute("SELECT path FROM watermarks")]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return out
+    for p in paths:
+        try:
+            st = os.stat(p.split("#session=", 1)[0])
+        except OSError:
+            continue
+        out["files"] += 1
+        out["bytes"] += st.st_size
+    return out
 
 
 def backups_holding(home: Path, requests: list[PurgeRequest]) -> list[dict]:
@@ -225,7 +258,8 @@ def run_purge(
     "removed": {entries, sessions, contents, chunks, usage, quarantine, source_files,
     text_bytes, token_estimate, archived; a dry run also source_files_gone: of
     source_files, those no longer on disk}, "files": [source paths concerned], "tombstone":
-    "added"|"lifted"|"none", "analytics": str}``; for ``all``: the ``wipe`` report.
+    "added"|"lifted"|"none" (a dry run: "would add", with ``tombstones``), "tombstone_note":
+    what the tombstone blocks (``tombstone_note``), "analytics": str}``; for ``all``: the ``wipe`` report.
     Idempotent: purging again removes nothing and reports zeros. Raises StoreBusy when
     the lock is not free within ``timeout``, StoreError when the store's schema is newer
     than this ctxkeep.
@@ -247,7 +281,14 @@ def run_purge(
     db = home / STORE_DB
     if dry_run:
         if not db.exists():
-            return {**base, "removed": {**preview_empty(), "archived": 0}, "files": [], "tombstone": "none"}
+            return {
+                **base,
+                "removed": {**preview_empty(), "archived": 0},
+                "files": [],
+                "tombstone": "would add",
+                "tombstones": [f"{request.scope} {request.value}"],
+                "tombstone_note": tombstone_note(request.scope, request.value),
+            }
         conn = sqlite_store.connect(home, readonly=True)
         try:
             delete_store.prepare(conn)
@@ -262,7 +303,14 @@ def run_purge(
             "rows"
         ]
         counts["source_files_gone"] = files_gone(files)
-        return {**base, "removed": counts, "files": files, "tombstone": "none"}
+        return {
+            **base,
+            "removed": counts,
+            "files": files,
+            "tombstone": "would add",
+            "tombstones": [f"{request.scope} {request.value}"],
+            "tombstone_note": tombstone_note(request.scope, request.value),
+        }
     with hold(home, timeout, what="purge"):
         conn = sqlite_store.connect(home)
         try:
@@ -288,6 +336,21 @@ def files_gone(files: list[str]) -> int:
     "agent files it came from" counts the others as left on disk (newuser21 N8: 494 of
     508 were deleted already)."""
     return sum(not Path(f.split("#session=", 1)[0]).exists() for f in files)
+
+
+def tombstone_note(scope: str, value: str) -> str:
+    """What the tombstone of ``(scope, value)`` blocks from now on, in words (a purge's
+    preview, its confirmation and its report): a project's blocks its future sessions
+    too, which every ingest then counts (``Summary.tombstoned``; newuser23 F1)."""
+    if scope == "project":
+        return (
+            f"from now on every ingest skips the records of {value} and below, new sessions too "
+            f"(counted in its summary; `ctxkeep purge --reingest --project {value}` lifts it)"
+        )
+    return (
+        f"from now on every ingest skips the records of session {value} and its sub-agents, "
+        f"a resumed copy too (counted in its summary; `ctxkeep purge --reingest --session {value}` lifts it)"
+    )
 
 
 def kept_line(scope: str, sessions: int, files: int) -> str:

@@ -146,6 +146,7 @@ def extract_transform(
         nonlocal group, size, count, files_read, vanished
         frames = pending = None
         quarantine, wms, changes, coverage, raws = [], {}, [], [], []
+        skipped: dict = {}  # what tombstones dropped (``transform.drop_tombstoned``)
         if group:
             entries = [e for it, b in group for e in b.entries]
             quarantine = [dict(q, agent=it.file.agent) for it, b in group for q in b.quarantine]
@@ -186,7 +187,9 @@ def extract_transform(
                 and (b.watermark.state or {}).get("ids", "uuid") == "uuid"
                 for it, b in group
             )
-            frames = transform.transform_batch(conn, merged, tombs, seen, frame=pre, pre=ahead, legacy=legacy)
+            frames = transform.transform_batch(
+                conn, merged, tombs, seen, frame=pre, pre=ahead, legacy=legacy, skipped=skipped
+            )
             if release[0] and tokens.counter_built():
                 # the counter's build read ~33 MB of its extension's read-only pages, which
                 # stayed resident for the run (``tokens.release_counter_pages``; one read of
@@ -206,6 +209,7 @@ def extract_transform(
             raws=raws,
             coverage=coverage,
             vault_pending=pending,
+            skipped=skipped,
         )
         group, size, count, files_read, vanished = [], 0, 0, 0, 0
         return g
@@ -571,6 +575,12 @@ def _run_locked(
                 s.analytics = "analytics: deferred (the next report brings DuckDB current)"
         else:
             _ingest_synced(conn, home, p, tombs, s, on_bytes, submit, parts_ahead, before)
+        if s.tombstoned:  # when each tombstone was set (the summary's "purged on")
+            dates = {
+                (sc, v): at for sc, v, at in conn.execute("SELECT scope, value, created_at FROM tombstones")
+            }
+            for t in s.tombstoned:
+                t["purged_at"] = dates.get((t["scope"], t["value"]))
         # a bigger run (one that reads every page for ``check_integrity``) merges the FTS
         # segments when they are spread (``sqlite_store.merge_segments``: once each time
         # an index grew by half; searches walk fewer segments); the hook path never does
@@ -646,6 +656,10 @@ def _fill(s: Summary, r: dict, before: list) -> None:
     s.files_read, s.files_vanished = r["files_read"], r["vanished"]
     s.bytes, s.lines = r["bytes"], r["lines"]
     s.entries_new, s.quarantined = r["entries_new"], r["quarantined"]
+    s.tombstoned = [
+        {"scope": scope, "value": value, "records": n, "sessions": len(sessions)}
+        for (scope, value), (n, sessions) in sorted((r.get("tombstoned") or {}).items())
+    ]
     s.status_changed = r["status_changed"]
     s.per_agent = r["per_agent"]
     if "file_tallies" in r:  # a file not in its agent's format is no drift of the format

@@ -48,6 +48,11 @@ class Summary:
     #: ``engine.UNREADABLE_LISTED`` of their files' paths
     lines_unended: int = 0
     unended: list = field(default_factory=list)
+    #: what the store's tombstones kept out of this run, per tombstone: ``{"scope":
+    #: "project"|"session", "value": dir or id, "purged_at": ISO-8601 UTC, "records":
+    #: entries parsed and dropped, "sessions": their sessions}`` (``transform.drop_tombstoned``;
+    #: ``cli.core.tombstone_lines`` says it in words)
+    tombstoned: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)

@@ -175,6 +175,7 @@ def transform_batch(
     frame: pl.DataFrame | None = None,
     pre: Precomputed | None = None,
     legacy: bool = False,
+    skipped: dict | None = None,
 ) -> dict:
     """Turn a source batch into the frames ``sqlite_store.load_batch`` takes.
 
@@ -194,6 +195,7 @@ def transform_batch(
     reader process computed; used when it holds every new content, else they are
     computed here. ``legacy``: the batch holds entries of a file its store keyed by
     uuid alone (``twins``: their records under the other key are dropped too).
+    ``skipped``: what the tombstones dropped is added to it (``drop_tombstoned``).
 
     Returns ``{"entries", "contents", "chunks", "usage": pl.DataFrame}``
     (``transform_entries``).
@@ -202,13 +204,7 @@ def transform_batch(
         seen.prune()
     frame = entries_frame(batch.entries) if frame is None else frame
     met = frame["content_hash"].drop_nulls()  # all known after this group (``pre.forget``)
-    if tombs.get("session"):
-        frame = frame.filter(
-            ~pl.col("session_id").is_in(list(tombs["session"]))
-            & ~pl.col("parent_session_id").fill_null("").is_in(list(tombs["session"]))
-        )
-    for proj in tombs.get("project", ()):
-        frame = frame.filter(~under_expr(pl.col("project_dir"), proj).fill_null(False))
+    frame = drop_tombstoned(frame, tombs, {} if skipped is None else skipped)
     existing = sqlite_store.existing_entry_ids(conn, frame["entry_id"].to_list()) if frame.height else set()
     if frame.height:  # entries retention moved to the Parquet archive stay there
         existing |= archive.archived_ids(conn, frame["entry_id"].to_list())
@@ -223,6 +219,45 @@ def transform_batch(
     if pre is not None and pre.tokens and met.len():
         pre.forget(met.to_list())
     return out
+
+
+def drop_tombstoned(frame: pl.DataFrame, tombs: dict[str, set[str]], skipped: dict) -> pl.DataFrame:
+    """``frame`` (an ``entries_frame``) without the entries a tombstone covers: a
+    ``project`` dir (the dir or below, ``under_expr``) first, then a ``session`` id
+    (the session or its sub-agents, ``parent_session_id``). What each tombstone
+    dropped is added to ``skipped``: ``{(scope, value): [entries, {session ids}]}``
+    (``writer.add_skipped`` sums them over a run; the ingest summary's ``tombstoned``).
+    Nothing is counted when the store holds no tombstone."""
+    # each mask computed once (the path test is the costly part), the counts from it
+    for proj in sorted(tombs.get("project", ())):
+        if not frame.height:
+            break
+        hit = frame.select(under_expr(pl.col("project_dir"), proj).fill_null(False)).to_series()
+        n = int(hit.sum())
+        if n:
+            _count_into(skipped, ("project", proj), n, frame["session_id"].filter(hit))
+            frame = frame.filter(~hit)
+    if tombs.get("session") and frame.height:
+        ids = list(tombs["session"])
+        own = frame["session_id"].is_in(ids)
+        hit = own | frame["parent_session_id"].fill_null("").is_in(ids)
+        if hit.any():
+            dropped = frame.filter(hit).with_columns(
+                pl.when(own.filter(hit))
+                .then(pl.col("session_id"))
+                .otherwise(pl.col("parent_session_id"))
+                .alias("_tomb")
+            )
+            for sid, part in dropped.group_by("_tomb"):
+                _count_into(skipped, ("session", str(sid[0])), part.height, part["session_id"])
+            frame = frame.filter(~hit)
+    return frame
+
+
+def _count_into(skipped: dict, key: tuple[str, str], n: int, sessions: pl.Series) -> None:
+    slot = skipped.setdefault(key, [0, set()])
+    slot[0] += n
+    slot[1].update(s for s in sessions.unique().to_list() if s)
 
 
 def twins(

@@ -62,7 +62,9 @@ def empty_totals() -> dict:
     {(agent, path): [records, quarantined, known version]}}`` (per file: records read,
     records quarantined, whether a record named an agent version; ``unreadable_files``
     reads it), "unended": [path]`` (a file's unended last line quarantined once the
-    file was idle, ``sources.readers.jsonl.UNENDED``, one item per row)."""
+    file was idle, ``sources.readers.jsonl.UNENDED``, one item per row), "tombstoned":
+    {(scope, value): [entries, {session ids}]}`` (what tombstones dropped,
+    ``transform.drop_tombstoned``)."""
     return {
         "entries_new": 0,
         "quarantined": 0,
@@ -75,7 +77,16 @@ def empty_totals() -> dict:
         "coverage": {},
         "file_tallies": {},
         "unended": [],
+        "tombstoned": {},
     }
+
+
+def add_skipped(into: dict, skipped: dict | None) -> None:
+    """Sum ``transform.drop_tombstoned``'s ``skipped`` into ``into`` (same shape)."""
+    for key, (n, sessions) in (skipped or {}).items():
+        slot = into.setdefault(key, [0, set()])
+        slot[0] += n
+        slot[1].update(sessions)
 
 
 @dataclass
@@ -105,6 +116,9 @@ class Group:
     vault_pending: Future | None = None
     #: ``(agent, path, parser_version, sources.coverage.Tally)`` per batch, in order
     coverage: list = field(default_factory=list)
+    #: what tombstones dropped: ``{(scope, value): [entries, {session ids}]}``
+    #: (``transform.drop_tombstoned``)
+    skipped: dict = field(default_factory=dict)
 
 
 def _load_group(conn, g: Group, usage_held: set[str] | None = None) -> tuple[int, int | None]:
@@ -134,6 +148,8 @@ def _account_group(g: Group, n: int, first: int | None, tot: dict, on_bytes, on_
     at rowid ``first``) and call ``on_bytes``/``on_commit`` for it."""
     tot["files_read"] += g.files_read
     tot["vanished"] += g.vanished
+    if g.skipped:
+        add_skipped(tot.setdefault("tombstoned", {}), g.skipped)
     if g.frames is None:
         return
     add_tallies(tot["coverage"], g.coverage, tot["file_tallies"])

@@ -63,9 +63,18 @@ class PurgeResult(Shape):
     )
     files: list[str] | None = Field(None, description="the session files the data came from")
     tombstone: Any = Field(
-        None, description="what keeps the data from being ingested again (none, lifted, …)"
+        None,
+        description="what keeps the data from being ingested again: added, lifted, none; a dry run: "
+        "would add, would lift, none",
     )
-    tombstones: Any = Field(None, description="tombstones written (not with a dry run)")
+    tombstones: Any = Field(
+        None, description="tombstones written (a dry run: that it would write), as 'scope value'"
+    )
+    tombstone_note: str | None = Field(
+        None,
+        description="what the tombstone blocks from now on (a project's: its future sessions too, "
+        "which every ingest counts in its `tombstoned`), or that --reingest adds none",
+    )
     kept: str | None = Field(
         None,
         description="what identifying data the purge keeps on purpose, in words: its tombstone "
@@ -75,6 +84,16 @@ class PurgeResult(Shape):
     analytics: str | None = Field(None, description="what the DuckDB rebuild did (not with a dry run)")
     files_removed: list[str] | None = Field(None, description="--all: the store files removed")
     bytes_removed: int | None = Field(None, description="--all: their bytes")
+    reread: dict[str, int] | None = Field(
+        None,
+        description="--all: what the next ingest reads again from the start: {files, bytes} (the files "
+        "the store's watermarks name, on disk now)",
+    )
+    tombstones_kept: int | None = Field(
+        None,
+        description="--all: the tombstones carried into the next store (store.wiped holds them until "
+        "the next ingest creates it), so what earlier purges removed stays out",
+    )
     backups: list[Any] = Field(
         default_factory=list,
         description="the store backups that still hold the data (a purge never changes one): "
@@ -116,6 +135,7 @@ class PurgeResult(Shape):
             f"{r.get('vault_files', 0)} vault files ({r.get('vault_bytes', 0)} bytes stored); "
             f"tombstone {self.tombstone or 'none'}"
         ) + (f"; {self.kept}" if self.kept else "")
+        text += f"; {self.tombstone_note}" if self.tombstone_note else ""
         text += f"; warning: {self.backups_note}" if self.backups_note else ""
         return text + (f"; warning: {self.exports_note}" if self.exports_note else "")
 
@@ -184,7 +204,9 @@ class PurgeTarget(Request):
                 hint="preview with --dry-run first",
             )
         if self.everything and self.reingest:
-            raise UsageError("--reingest does not apply to --all (a wiped store keeps no tombstones)")
+            raise UsageError(
+                "--reingest does not apply to --all (it wipes the store; lift a tombstone with --session or --project)"
+            )
         return self
 
 
@@ -220,6 +242,17 @@ def plan_purge(home: Path, req: PurgeTarget, *, cwd: Path) -> PurgePlan:
             cwd=str(cwd),
         )
     resolved, preview = resolve_named(Path(home), scope)
+    if req.reingest and not req.everything:  # no tombstone: the one standing is lifted
+        from ctxkeep.maintenance.purge_named import has_tombstone
+
+        lifts = has_tombstone(Path(home), resolved[0])
+        preview = {
+            **preview,
+            "tombstone": "would lift" if lifts else "none",
+            "tombstones": [],
+            "tombstone_note": "no tombstone: the next ingest reads the files concerned again from the start"
+            + (" (the standing one is lifted)" if lifts else ""),
+        }
     return PurgePlan(resolved, preview)
 
 
@@ -246,7 +279,8 @@ def free_pages(home: Path) -> dict:
     if f["worth_compacting"]:
         hint = (
             f"store.db keeps {f['free_bytes'] / 1e6:,.1f} MB of free pages ({f['free_pages']:,} of {f['pages']:,}; "
-            "a backup copies them): `ctxkeep purge --compact` gives them back"
+            "a backup copies them): `ctxkeep purge --compact` gives them back, and somewhat more (it also "
+            "packs the pages the purge left partly empty)"
         )
     return {"free": f, "compact_hint": hint}
 

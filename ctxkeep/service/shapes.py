@@ -58,6 +58,12 @@ class IngestResult(Shape):
         "CTXKEEP_IDLE_SECONDS, not being whole records (counted in quarantined too)",
     )
     unended: list[str] | None = Field(None, description="the first 10 of their files")
+    tombstoned: list[dict[str, Any]] | None = Field(
+        None,
+        description="records parsed and dropped because a purge's tombstone covers them, per tombstone: "
+        "scope (project, session), value (dir or id), purged_at (ISO-8601 UTC), records, sessions; "
+        "`purge --reingest` lifts a tombstone",
+    )
     dry_run: bool | None = Field(None, description="--dry-run: nothing was read or written")
     unchanged: int | None = Field(None, description="--dry-run: files unchanged since the last ingest")
     agents: list[dict[str, Any]] | None = Field(

@@ -66,6 +66,12 @@ class SourcesResult(Shape):
     )
     warnings: list[str] = Field(description="config.toml's unknown keys, each with the closest valid one")
     config_file: str = Field(description="the config.toml read")
+    tombstones: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="the standing tombstones of earlier purges: scope (project, session), value (dir or "
+        "id), purged_at (ISO-8601 UTC); every ingest skips what they name, new sessions of a project "
+        "too (`purge --reingest` lifts one)",
+    )
 
 
 def _paths(n: int) -> str:
@@ -116,7 +122,9 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
 
     ``env``: the environment to discover with (default: this process's). Returns the
     rows and ``warnings``: ``config.toml``'s unknown keys (each with the closest valid
-    one). Raises ConfigError for a broken ``config.toml``.
+    one) and ``tombstones``: the standing tombstones (``{"scope", "value",
+    "purged_at"}``, the projects first: newuser23 F1). Raises ConfigError for a broken
+    ``config.toml``.
     """
     from ctxkeep import config as cfgmod
     from ctxkeep.query.stats import agent_counts
@@ -140,9 +148,16 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
     held: dict[str, list[dict]] = {}
     from ctxkeep.pipeline.summary import held_back, held_back_line
 
+    tombs: list[dict] = []
     if (home / STORE_DB).exists():
         with reading(home) as conn:
             counts = agent_counts(conn)
+            tombs = [
+                {"scope": sc, "value": v, "purged_at": at}
+                for sc, v, at in conn.execute(
+                    "SELECT scope, value, created_at FROM tombstones ORDER BY scope <> 'project', created_at, value"
+                )
+            ]
             for r in held_back(conn):
                 held.setdefault(r["agent"], []).append(r)
             for agent, state in conn.execute(
@@ -215,7 +230,10 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
         r["found"] = bool(r["files"] or r["sessions"] or r["entries"] or r["quarantined"])
         r["listed"] = r["found"] or r["agent"] in cfg.agents or bool(r["skipped"])
     return SourcesResult(
-        rows=_found_first(rows), warnings=cfg.warnings, config_file=str(home / cfgmod.CONFIG_FILE)
+        rows=_found_first(rows),
+        warnings=cfg.warnings,
+        config_file=str(home / cfgmod.CONFIG_FILE),
+        tombstones=tombs,
     )
 
 

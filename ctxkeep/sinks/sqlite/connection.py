@@ -31,7 +31,7 @@ from pathlib import Path
 from ctxkeep.config import ensure_home
 from ctxkeep.errors import StoreBusy, StoreError
 from ctxkeep.sinks.files import STORE_DB
-from ctxkeep.sinks.sqlite import ddl, store_safety
+from ctxkeep.sinks.sqlite import ddl, store_safety, wiped
 from ctxkeep.sinks.sqlite.migrations import ensure_identity, frees_space, migrate, phase, phases
 from ctxkeep.sinks.sqlite.readonly import BUSY_TIMEOUT_MS
 from ctxkeep.sinks.sqlite.readonly import roll_back_hot_journal as _roll_back_hot_journal
@@ -149,6 +149,12 @@ def _connect(home: Path, *, readonly: bool, mmap: bool, new_store: bool) -> sqli
     """``connect``'s one try; StoreDamaged from SQLite's corruption error has it as its
     ``__cause__`` (and ``why``)."""
     path = Path(home) / STORE_DB
+    if wiped.marked(Path(home)):  # ``purge --all`` wiped it (or was cut short: finished here)
+        if readonly:
+            raise StoreError(
+                "no store yet (`ctxkeep purge --all` wiped it)", where=str(path), hint="run `ctxkeep ingest`"
+            )
+        wiped.finish(Path(home))
     if readonly and not path.exists():
         held = store_safety.held_data(Path(home))
         if held:
@@ -189,6 +195,8 @@ def _connect(home: Path, *, readonly: bool, mmap: bool, new_store: bool) -> sqli
                 _load_pragmas(conn)
                 store_id, created = ensure_schema(conn)
                 store_safety.write_id_file(Path(home), store_id, created)
+                if wiped.marked(Path(home)):  # the wipe's tombstones into the new store
+                    wiped.adopt(conn, Path(home))
             else:
                 if schema_version(conn) == 0:  # a first ingest killed before it committed its schema
                     # (found by the vault's SIGKILL trials: `vault verify` then failed on a missing table)

@@ -243,8 +243,14 @@ def header_problem(path: Path) -> str | None:
 def held_data(home: Path) -> list[str]:
     """What shows that the store at ``home`` held data: the identity file
     (``store.id``), store backups, the Parquet archive, the vault's packs, the DuckDB
-    store. Names relative to ``home``; empty for a new home."""
+    store. Names relative to ``home``; empty for a new home, and for one a ``purge
+    --all`` wiped (``wiped.WIPE_MARK``: a deliberate wipe is not damage, and the
+    backups it leaves are the user's)."""
     home = Path(home)
+    from ctxkeep.sinks.sqlite.wiped import marked
+
+    if marked(home):
+        return []
     out = []
     if (home / STORE_ID_FILE).exists():
         out.append(STORE_ID_FILE)

@@ -1,7 +1,7 @@
 """Purge marks: the ``tombstones`` and ``purge_files`` rows a purge leaves, the
 watermarks it drops and the run details it scrubs (the SQL of ``maintenance.purge``).
 
-- ``tombstones(scope, value, purged_at)``: a purged ``session`` id or ``project`` dir;
+- ``tombstones(scope, value, created_at)``: a purged ``session`` id or ``project`` dir;
   ``pipeline.engine.transform_batch`` skips what it covers (``lookup.tombstoned``);
 - ``purge_files(scope, value, kind, item)``: what a purge of ``(scope, value)``
   concerned: ``kind`` ``path`` (a source file read again by a ``reingest`` purge),
