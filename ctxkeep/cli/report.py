@@ -425,9 +425,12 @@ def _usage_table(
             t.add_row(r["agent"], *model, *nums)
             continue
         if r["is_gap"]:
+            # stacked (60 columns): the row has two lines already (date / time), so the
+            # span goes under "gap" at no cost (on one line the table is 61 wide)
+            sep = "\n" if stack else " "
             t.add_row(
                 _local(r["start"], tz, stack),
-                f"gap {_span(_hours(r['start'], r['end']))}",
+                f"gap{sep}{_span(_hours(r['start'], r['end']))}",
                 r["provider"] or "",  # whose quota window was idle (blocks are per provider)
                 *([""] if model else []),
                 *gap,
