@@ -54,6 +54,7 @@ ALLOWED_READS = {
     "query/resume.py": "the query layer's reads",
     "query/secrets.py": "the query layer's reads (redaction markers, their entries)",
     "query/search/retrieve.py": "the query layer's reads (FTS5 MATCH)",
+    "query/search/split.py": "the query layer's reads (an FTS5 MATCH split by rowid range)",
     "query/sessions.py": "the query layer's reads",
     "query/stats.py": "the query layer's reads",
     "query/statusline.py": "the query layer's reads (the session's watermark, its usage)",
@@ -65,7 +66,6 @@ ALLOWED_READS = {
     # landed after the move of maintenance's SQL into sinks/: to move there too
     "maintenance/reparse.py": "reparse from the vault (to move into sinks/)",
     "maintenance/vault.py": "the vault's generations and files (to move into sinks/)",
-    "service/analytics.py": "the notebooks' read-only SQLite connection (to move into sinks/)",
     "service/sources.py": "the watermarks' notes per agent (to move into sinks/)",
     "notebooks/store.py": "a notebook's reads over the read-only connection it is given",
     "render/app_views.py": "the app's Store tab: quarantine counts over the read-only connection (to move into service/)",

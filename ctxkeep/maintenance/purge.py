@@ -192,15 +192,7 @@ def reread(db: Path) -> dict:
     out = {"files": 0, "bytes": 0}
     if not Path(db).exists():
         return out
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            paths = [r[0] for r in conn.execute("SELECT path FROM watermarks")]
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return out
-    for p in paths:
+    for p in wiped.watermark_paths(Path(db)):
         try:
             st = os.stat(p.split("#session=", 1)[0])
         except OSError:
@@ -389,20 +381,13 @@ def _sidecars(conn: sqlite3.Connection, whole: list[str]) -> list[str]:
     too."""
     import os
 
-    from ctxkeep.sinks.vault.manifest import sidecars_of
+    from ctxkeep.sinks.vault.manifest import paths_in_folder, sidecars_of
 
     out = sidecars_of(conn, whole, shared=False)
     gone = set(whole) | set(out)
     for p in sorted(set(sidecars_of(conn, whole)) - set(out)):
         folder = os.path.dirname(p)
-        held = {
-            r[0]
-            for r in conn.execute(
-                "SELECT path FROM vault_files WHERE substr(path, 1, ?) = ?",
-                (len(folder) + 1, folder + os.sep),
-            )
-            if os.path.dirname(r[0]) == folder and r[0] != p
-        }
+        held = {q for q in paths_in_folder(conn, folder) if q != p}
         if held <= gone:
             out.append(p)
     return sorted(out)

@@ -576,9 +576,9 @@ def _run_locked(
         else:
             _ingest_synced(conn, home, p, tombs, s, on_bytes, submit, parts_ahead, before)
         if s.tombstoned:  # when each tombstone was set (the summary's "purged on")
-            dates = {
-                (sc, v): at for sc, v, at in conn.execute("SELECT scope, value, created_at FROM tombstones")
-            }
+            from ctxkeep.sinks.sqlite.tombstones import created
+
+            dates = created(conn)
             for t in s.tombstoned:
                 t["purged_at"] = dates.get((t["scope"], t["value"]))
         # a bigger run (one that reads every page for ``check_integrity``) merges the FTS

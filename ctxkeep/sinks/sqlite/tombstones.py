@@ -68,6 +68,12 @@ def forget_files(conn: sqlite3.Connection, scope: str, value: str, whole: list[s
     return n
 
 
+def created(conn: sqlite3.Connection) -> dict[tuple[str, str], str | None]:
+    """When each standing tombstone was set: ``{(scope, value): created_at}`` (ISO-8601
+    UTC; an ingest's summary says "purged on" with it)."""
+    return {(sc, v): at for sc, v, at in conn.execute("SELECT scope, value, created_at FROM tombstones")}
+
+
 def has(conn: sqlite3.Connection, scope: str, value: str) -> bool:
     """True when the store holds a tombstone of ``(scope, value)``."""
     row = conn.execute("SELECT 1 FROM tombstones WHERE scope = ? AND value = ?", (scope, value)).fetchone()

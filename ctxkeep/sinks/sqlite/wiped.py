@@ -154,3 +154,20 @@ def unmark(home: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         (Path(home) / WIPE_MARK).unlink()
     fsync_dir(Path(home))
+
+
+def watermark_paths(db: Path) -> list[str]:
+    """The paths the watermarks of the store ``db`` name (``purge --all``'s "the next
+    ingest reads again"), read on a read-only connection (``readonly.open_ro``: a hot
+    journal rolled back first); ``[]`` when the store cannot be read."""
+    from ctxkeep.errors import StoreError
+    from ctxkeep.sinks.sqlite.readonly import open_ro
+
+    try:
+        conn = open_ro(Path(db))
+        try:
+            return [r[0] for r in conn.execute("SELECT path FROM watermarks")]
+        finally:
+            conn.close()
+    except (sqlite3.Error, StoreError):
+        return []

@@ -120,6 +120,17 @@ def sidecars_of(conn, paths: Collection[str], shared: bool = True) -> list[str]:
     return sorted(r[0] for r in rows)
 
 
+def paths_in_folder(conn, folder: str) -> set[str]:
+    """The paths the vault holds directly in ``folder`` (not below it)."""
+    return {
+        r[0]
+        for r in conn.execute(
+            "SELECT path FROM vault_files WHERE substr(path, 1, ?) = ?", (len(folder) + 1, folder + os.sep)
+        )
+        if os.path.dirname(r[0]) == folder
+    }
+
+
 def _objects(conn, shas: list[bytes]) -> dict[bytes, tuple[str, int, int, int]]:
     out = {}
     for sha in set(shas):
