@@ -626,11 +626,10 @@ int ck_top_stats(sqlite3 *db, sqlite3_int64 *ranked, sqlite3_int64 *pruned) {
   return counters(db, 1, ranked, pruned);
 }
 
-/* the document count ck_bm25 keeps for one phrase on db: key as phrase_idf builds it
-** for a phrase given its own key (table, 0x1e, the phrase as written); 1 and *out when
-** kept and still valid (cache_check first: emptied when the database changed), else 0.
-** Called on the thread using db, between its statements, as the cache's own uses are */
-int ck_cached_count(sqlite3 *db, const char *key, int n, sqlite3_int64 *out) {
+/* db's phrase-count cache, checked (cache_check) and valid, or 0 (the library not
+** ready, db not registered or broken, the cache emptied by a commit). Called on the
+** thread using db, between its statements */
+static Cache *checked_cache(sqlite3 *db) {
   Cache *c = 0;
   if (!g_ready) return 0;
   pthread_mutex_lock(&g_lock);
@@ -639,7 +638,16 @@ int ck_cached_count(sqlite3 *db, const char *key, int n, sqlite3_int64 *out) {
   pthread_mutex_unlock(&g_lock);
   if (!c) return 0;
   cache_check(c);
-  if (!c->valid) return 0;
+  return c->valid ? c : 0;
+}
+
+/* the document count ck_bm25 keeps for one phrase on db: key as phrase_idf builds it
+** for a phrase given its own key (table, 0x1e, the phrase as written); 1 and *out when
+** kept and still valid (cache_check first: emptied when the database changed), else 0.
+** Called on the thread using db, between its statements, as the cache's own uses are */
+int ck_cached_count(sqlite3 *db, const char *key, int n, sqlite3_int64 *out) {
+  Cache *c = checked_cache(db);
+  if (!c) return 0;
   Entry *e = cache_find(c, key, n, fnv(key, n));
   if (!e) return 0;
   *out = e->nHit;
@@ -654,15 +662,8 @@ int ck_cached_count(sqlite3 *db, const char *key, int n, sqlite3_int64 *out) {
 ** counts valid for the database as it is now. 1 when kept, else 0 (not registered, inside
 ** a transaction). Called on the thread using db, between its statements */
 int ck_put_count(sqlite3 *db, const char *key, int n, sqlite3_int64 nHit) {
-  Cache *c = 0;
-  if (!g_ready) return 0;
-  pthread_mutex_lock(&g_lock);
-  for (Cache *x = g_registry; x && !c; x = x->nextConn)
-    if (x->db == db && !x->broken) c = x;
-  pthread_mutex_unlock(&g_lock);
+  Cache *c = checked_cache(db);
   if (!c) return 0;
-  cache_check(c);
-  if (!c->valid) return 0;
   uint64_t h = fnv(key, n);
   Entry *e = cache_find(c, key, n, h);
   if (e) e->nHit = nHit;
