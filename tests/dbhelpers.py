@@ -114,3 +114,19 @@ def priced(home: Path, rows: list[tuple], prices_toml: str | None = None) -> lis
     finally:
         con.close()
     return [got[f"k{i:06d}"] for i in range(len(rows))]
+
+
+def synced_from_scratch(home: Path, ref: Path) -> Path:
+    """``ref`` (a new folder): a copy of ``home``'s ``store.db`` whose DuckDB is synced
+    from scratch (``duckdb_store.sync``): the reference an incremental sync must equal."""
+    from ctxkeep.sinks import duckdb as duckdb_store
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    ref.mkdir()
+    shutil.copy(home / "store.db", ref / "store.db")
+    conn = sqlite_store.connect(ref)
+    try:
+        duckdb_store.sync(conn, ref)
+    finally:
+        conn.close()
+    return ref

@@ -23,6 +23,7 @@ from ctxkeep.pipeline.plan import plan
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
+from dbhelpers import synced_from_scratch
 from session_lines import claude_lines
 
 #: raw bytes per group: the corpus (~9 MB) in many groups, so most usage rows are
@@ -54,14 +55,7 @@ def _duck(home: Path) -> dict:
 
 def _reference(home: Path, ref: Path) -> dict:
     """``home``'s SQLite store synced to a new DuckDB from scratch (``duckdb_store.sync``)."""
-    ref.mkdir()
-    shutil.copy(home / "store.db", ref / "store.db")
-    conn = sqlite_store.connect(ref)
-    try:
-        duckdb_store.sync(conn, ref)
-    finally:
-        conn.close()
-    return _duck(ref)
+    return _duck(synced_from_scratch(home, ref))
 
 
 def _closing_usage(monkeypatch) -> list[dict]:

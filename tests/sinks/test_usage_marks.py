@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from ctxkeep.pipeline.plan import plan
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
+from dbhelpers import synced_from_scratch
 from session_lines import claude_lines
 
 A, B, C, D = (f"5e55a000-0000-4000-8000-0000000000{x}" for x in ("aa", "bb", "cc", "dd"))
@@ -65,14 +65,7 @@ def _usage(home: Path) -> list[tuple]:
 
 def _reference(home: Path, ref: Path) -> list[tuple]:
     """``home``'s SQLite synced into a new DuckDB from scratch."""
-    ref.mkdir()
-    shutil.copy(home / "store.db", ref / "store.db")
-    conn = sqlite_store.connect(ref)
-    try:
-        duckdb_store.sync(conn, ref)
-    finally:
-        conn.close()
-    return _usage(ref)
+    return _usage(synced_from_scratch(home, ref))
 
 
 @pytest.fixture
