@@ -875,6 +875,11 @@ def run_command(call) -> int:
     except cexc.UsageError as e:
         if not e.format_message():  # no arguments at all: the help was printed
             return 2
+        if isinstance(e, getattr(cexc, "NoArgsIsHelpError", ())):
+            # a group without its command (`ctxkeep report`): the group's help as
+            # `--help` lays it out, on stderr, and 2 (newuser24 F1: not one flattened line)
+            typer.echo(e.format_message(), err=True)
+            return 2
         # the parser raises "Option '--x' requires an argument" without a context: the
         # command the group resolved last (``_Group.resolve_command``) is the one
         where = e.ctx.command_path if e.ctx else _resolved[-1] if _resolved else "ctxkeep"

@@ -294,3 +294,17 @@ def test_doctor_on_a_home_that_does_not_exist_says_there_is_no_store(tmp_path, e
         f"error: no store yet ({home / 'store.db'}) - run `ctxkeep ingest` first"
     ]
     assert not home.exists()
+
+
+@pytest.mark.parametrize("group", ["report", "vault", "export", "hooks"])
+def test_a_group_without_its_command_prints_its_help_laid_out(group, tmp_path):
+    """``ctxkeep report`` alone: the group's help as ``--help`` lays it out (one command
+    a line), on stderr, exit 2; not the help flattened into one ``error:`` line
+    (newuser24 F1)."""
+    r = runner.invoke(app, ["--home", str(tmp_path), group])
+    helped = runner.invoke(app, [group, "--help"])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert not r.stderr.startswith("error:")
+    assert r.stderr.rstrip() == helped.stdout.rstrip()
+    assert f"Usage: ctxkeep {group} [OPTIONS] COMMAND [ARGS]...\n" in r.stderr
+    assert "\nCommands:\n" in r.stderr
