@@ -393,7 +393,7 @@ def _usage_table(
     if blocks:
         # a narrow terminal wraps these at their blanks, and cuts a word with "…" rather
         # than fold it (`opencode-g` / `o`: newuser16 F5)
-        t.add_column("status", overflow="ellipsis")
+        t.add_column("length", overflow="ellipsis")  # a span, "gap 2.0d" or "active" (newuser24 F12)
         t.add_column("agents", overflow="ellipsis")
     elif name != "models":
         t.add_column("agent", no_wrap=True)

@@ -477,3 +477,13 @@ def test_session_table_labels_the_time_under_the_id_as_the_last_response(home):
         if i > head + 2 and ln.split() and top["period"].startswith(ln.split()[0])
     )
     assert lines[row + 1].split() == [top["last_activity"][:10], top["last_activity"][11:16]]
+
+
+def test_blocks_head_their_span_column_length_not_status(home):
+    """newuser24 F12: the column holding "0.8h", "gap 21.6d" or "active" was headed
+    "status"; it is each block's length (or "active")."""
+    r = CliRunner().invoke(app, ["report", "blocks", "--home", home], env={"COLUMNS": "120"})
+    assert r.exit_code == 0, r.output
+    head = next(x for x in r.stdout.splitlines() if x.split()[:1] == ["block"])
+    assert head.split()[:4] == ["block", "start", "length", "agents"]
+    assert "status" not in head
