@@ -20,6 +20,7 @@ import html
 import math
 import urllib.parse
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import altair as alt
@@ -69,6 +70,20 @@ def project_options(projects: Iterable[str]) -> dict[str, str | None]:
     return {"(all)": None, **dict(mine)}
 
 
+def ingest_command(store: str) -> str:
+    """The command that fills the store ``store``: ``ctxkeep ingest`` when it is the
+    store a plain run would fill (``--home``, else ``$CTXKEEP_HOME``, else the user data
+    dir: ``config.resolve_home``), else with ``--home STORE`` (newuser24 F20: the app
+    started with ``--home`` said to run a plain ingest, which fills another store)."""
+    import shlex
+
+    from ctxkeep.config import resolve_home
+
+    if Path(store).expanduser().resolve() == resolve_home(None):
+        return "ctxkeep ingest"
+    return f"ctxkeep ingest --home {shlex.quote(str(Path(store).expanduser().resolve()))}"
+
+
 def store_unavailable(store: str, e: BaseException):
     """The app's page when the store ``store`` cannot be opened (``e``): with none yet
     (or no usage in it), what to run; else what failed, where and what to do
@@ -81,8 +96,9 @@ def store_unavailable(store: str, e: BaseException):
         return mo.md(f"# ctxkeep\n\n**Nothing to show yet:** {err.what}.\n\nReload this page when it ends.")
     if isinstance(err, NothingStored) or err.what == "no store yet":
         return mo.md(
-            f"# ctxkeep\n\n**Nothing to show yet:** {err.what}.\n\n"
-            "Run `ctxkeep ingest` (it finds the agents' session files on this machine), then reload this page."
+            f"# ctxkeep\n\n**Nothing to show yet:** {err.what} in `{store}`.\n\n"
+            f"Run `{ingest_command(store)}` (it finds the agents' session files on this machine), "
+            "then reload this page."
         )
     where = f" (`{err.where}`)" if err.where else ""
     return mo.md(

@@ -5,6 +5,8 @@ empty store's message stands."""
 
 from __future__ import annotations
 
+import html
+import re
 import sqlite3
 from pathlib import Path
 
@@ -52,3 +54,20 @@ def test_the_app_says_to_reload_when_it_ends(tmp_path):
     text = store_unavailable(str(tmp_path), e).text
     assert "an ingest is running" in text and "Reload this page when it ends" in text
     assert "Run `ctxkeep ingest`" not in text
+
+
+def test_the_apps_empty_page_names_the_store_and_the_command_that_fills_it(tmp_path, monkeypatch):
+    """newuser24 F20: `ctxkeep ui --home DIR` on an empty store said to run a plain
+    `ctxkeep ingest`, which fills the default store, not DIR."""
+    from ctxkeep.errors import NothingStored
+    from ctxkeep.render.app_views import store_unavailable
+
+    other, default = tmp_path / "other store", tmp_path / "default"
+    monkeypatch.setenv("CTXKEEP_HOME", str(default))
+    e = NothingStored("no store yet", where="x")
+
+    def shown(store) -> str:  # the page's words, as a person reads them
+        return " ".join(html.unescape(re.sub(r"<[^>]+>", "", store_unavailable(str(store), e).text)).split())
+
+    assert f"no store yet in {other}. Run ctxkeep ingest --home '{other}' (it finds" in shown(other)
+    assert f"no store yet in {default}. Run ctxkeep ingest (it finds" in shown(default)
