@@ -379,9 +379,27 @@ def _wipe_after(rep: dict, mood: str) -> str:
         if n
         else "no tombstones to keep"
     )
+    # what only this store holds does not come back (newuser24 F10): entries compress or
+    # retention cut from their files, and files the agents deleted (the vault's copy)
+    archived = (rep.get("removed") or {}).get("archived") or 0
+    gone = r.get("gone") or 0
+    lost = [
+        *(
+            [f"{_count(archived, 'archived entry', 'archived entries')} (cut from their files)"]
+            if archived
+            else []
+        ),
+        *([f"{_count(gone, 'file')} the agents deleted (kept only in the vault)"] if gone else []),
+    ]
+    loss = (
+        f"; {' and '.join(lost)} {'are' if mood == 'would' else 'were'} only in this store and "
+        + ("do not come back: `ctxkeep backup` first keeps them" if mood == "would" else "are gone")
+        if lost
+        else ""
+    )
     return (
         f"the next ingest reads the agents' files again from the start ({_count(r['files'], 'file')}, "
-        f"{_size(r['bytes'])} on disk now) into a new store; {kept}"
+        f"{_size(r['bytes'])} on disk now) into a new store; {kept}{loss}"
     )
 
 

@@ -186,16 +186,19 @@ def wipe(home: Path, *, dry_run: bool = False) -> dict:
 def reread(db: Path) -> dict:
     """What the next ingest after a wipe reads again from the start: the files the
     store's watermarks name that are on disk now: ``{"files": int, "bytes": their size
-    now}`` (zeros without a readable store)."""
+    now, "gone": the files they name that are not on disk (the agent deleted them: only
+    the store and its vault held them, so they do not come back)}`` (zeros without a
+    readable store)."""
     import os
 
-    out = {"files": 0, "bytes": 0}
+    out = {"files": 0, "bytes": 0, "gone": 0}
     if not Path(db).exists():
         return out
-    for p in wiped.watermark_paths(Path(db)):
+    for p in {q.split("#session=", 1)[0] for q in wiped.watermark_paths(Path(db))}:
         try:
-            st = os.stat(p.split("#session=", 1)[0])
+            st = os.stat(p)
         except OSError:
+            out["gone"] += 1
             continue
         out["files"] += 1
         out["bytes"] += st.st_size

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -161,7 +162,7 @@ def test_ingest_after_purge_all_starts_a_fresh_store_keeping_the_tombstones(tmp_
     pre = _cli(store_home, "purge", "--all", "--dry-run", "--json", user=tmp_path)
     p = json.loads(pre.stdout)
     # the purged file's watermark went with it (remembered: never read again)
-    assert p["reread"] == {"files": 1, "bytes": kept.stat().st_size}
+    assert p["reread"] == {"files": 1, "bytes": kept.stat().st_size, "gone": 0}
     assert p["tombstones_kept"] == 2  # the project's and its one session's
     w = _cli(store_home, "purge", "--all", "--yes", user=tmp_path)
     assert w.returncode == 0, w.stderr
@@ -183,6 +184,34 @@ def test_ingest_after_purge_all_starts_a_fresh_store_keeping_the_tombstones(tmp_
     assert not (store_home / "store.wiped").exists()
     assert (store_home / "store.id").read_text() != old_id
     assert scalar(store_home, "SELECT count(*) FROM tombstones WHERE scope='project'") == 1
+
+
+def test_purge_all_says_what_only_the_store_holds_does_not_come_back(tmp_path, store_home):
+    """newuser24 F10: the wipe's dry run said everything comes back from the agents'
+    files; entries compress cut from their files (status archived) and files the agent
+    deleted (only the vault held them) do not: counted, with `ctxkeep backup` named."""
+    deleted = session_file(tmp_path, "/nowhere/a", 3)
+    cut = session_file(tmp_path, "/nowhere/b", 4)
+    assert run_ingest(store_home, paths=[deleted, cut]).entries_new == 7
+    deleted.unlink()
+    with sqlite3.connect(store_home / "store.db") as c:  # as a compress of `cut` leaves them
+        sid = cut.stem
+        c.execute(
+            "UPDATE entries SET status = 'archived' WHERE session_id = ? AND rowid IN "
+            "(SELECT rowid FROM entries WHERE session_id = ? LIMIT 2)",
+            (sid, sid),
+        )
+    p = json.loads(_cli(store_home, "purge", "--all", "--dry-run", "--json", user=tmp_path).stdout)
+    assert p["reread"] == {"files": 1, "bytes": cut.stat().st_size, "gone": 1}
+    assert p["removed"]["archived"] == 2 and p["removed"]["entries"] == 7
+    pre = _cli(store_home, "purge", "--all", "--dry-run", user=tmp_path)
+    flat = " ".join(pre.stdout.split())
+    assert (
+        "; 2 archived entries (cut from their files) and 1 file the agents deleted (kept only in the vault) "
+        "are only in this store and do not come back: `ctxkeep backup` first keeps them"
+    ) in flat
+    w = _cli(store_home, "purge", "--all", "--yes", user=tmp_path)
+    assert "were only in this store and are gone" in " ".join(w.stdout.split())
 
 
 @pytest.mark.parametrize("point", ["wipe:marked", "wipe:store_db"])
