@@ -146,6 +146,7 @@ def extract_transform(
         nonlocal group, size, count, files_read, vanished
         frames = pending = None
         quarantine, wms, changes, coverage, raws = [], {}, [], [], []
+        late = False  # its raws sealed by the early reader after it sent them (``Group.pack_late``)
         skipped: dict = {}  # what tombstones dropped (``transform.drop_tombstoned``)
         if group:
             entries = [e for it, b in group for e in b.entries]
@@ -170,6 +171,7 @@ def extract_transform(
             ]
             pending = start_capture(raws) if start_capture is not None else None
             if pending is not None:
+                late = any(isinstance(r, readahead.LateRaw) for r in raws)
                 raws = []
             merged = Batch(entries, [], None)
             pre = None
@@ -210,6 +212,7 @@ def extract_transform(
             coverage=coverage,
             vault_pending=pending,
             skipped=skipped,
+            pack_late=late,
         )
         group, size, count, files_read, vanished = [], 0, 0, 0, 0
         return g

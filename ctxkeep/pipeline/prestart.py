@@ -67,6 +67,13 @@ _taken: list[bool] = []
 #: path, ``ingest --path FILE``), which ``exit_now`` ends without the teardown too
 _small: list[bool] = []
 
+#: what a first ingest's early reader computes ahead for its share (its ``--precompute``):
+#: "chunks", the FTS chunks and their index terms but no token counts
+#: (``reader_process.PRECOMPUTE``), so the ingest process, the longer side by ~0.28 CPU s
+#: since session 23, no longer cuts them after the reader's batches come (issue 26);
+#: ``CTXKEEP_READER_PRECOMPUTE``, when set, is its mode instead
+EARLY_PRECOMPUTE = None if "CTXKEEP_READER_PRECOMPUTE" in os.environ else "chunks"
+
 #: ``read_shared``'s share of a first ingest's new bytes read in the ingest process (its
 #: first files); the rest is read by the reader started early (``CTXKEEP_EARLY_SHARE``)
 EARLY_OWN_SHARE = float(os.environ.get("CTXKEEP_EARLY_SHARE", "0.4"))
@@ -319,7 +326,7 @@ def send_ahead(todo: list, vault_on: bool) -> bool:
     if n == len(todo):
         return False
     proc = _early[0][0]
-    flags = reader_flags(vault_on, vault_on, seal_rows=True, seal_late=True)
+    flags = reader_flags(vault_on, vault_on, EARLY_PRECOMPUTE, seal_rows=True, seal_late=True)
     import pickle  # loaded by now (the CLI's imports): not at this module's top
 
     try:

@@ -97,8 +97,9 @@ def read_in_process(
     ``ReadItem(file, None, read)``. ``seal``: each batch's bytes for the vault come
     sealed (``sinks.vault.capture.seal``: redacted and compressed there, on the other
     core; the raw bytes do not cross the pipe). ``precompute``: "auto", "always",
-    "never" or "split" (``chunk_mode``) for that process (``PRECOMPUTE``; None: its
-    environment's). ``seal_rows`` (with ``seal``): a database's whole rows document is
+    "never", "split" (``chunk_mode``) or "chunks" (chunk rows and index terms without
+    token counts: the frame of contents holds content_hash alone) for that process
+    (``PRECOMPUTE``; None: its environment's). ``seal_rows`` (with ``seal``): a database's whole rows document is
     sealed there too (``capture.seal(rows=True)``; else the ingest process seals it).
     ``started``: the reader started early and sent ``todo`` with these flags already
     (``prestart.take_ahead``): its results are read, nothing is sent. ``seal_late``
@@ -343,7 +344,9 @@ def read_shared(
     started = None
     if sent is not None:
         n = len(todo) - len(sent)
-        flags = prestart.reader_flags(seal, vault.enabled(), seal_rows=True, seal_late=True)
+        flags = prestart.reader_flags(
+            seal, vault.enabled(), prestart.EARLY_PRECOMPUTE, seal_rows=True, seal_late=True
+        )
         started = prestart.take_ahead(todo[n:], flags) if n >= 0 else prestart.take_ahead([], flags)
         if started is None:  # the engine's plan is not the service's: read here, as without it
             return MergedReads([(0, len(todo))], [readahead.read_ahead(todo)])
@@ -351,7 +354,15 @@ def read_shared(
         n = prestart.own_files(prestart.new_bytes(todo), share)
     # a first ingest's store holds no vault version to build a rows document on: the
     # reader seals the databases' rows documents too (``capture.seal(rows=True)``)
-    early = functools.partial(read_in_process, seal=seal, seal_rows=True, started=started, seal_late=True)
+    # it cuts its contents' FTS chunks and index terms too (``--precompute chunks``)
+    early = functools.partial(
+        read_in_process,
+        seal=seal,
+        precompute=prestart.EARLY_PRECOMPUTE,
+        seal_rows=True,
+        started=started,
+        seal_late=True,
+    )
     if n == 0 or n == len(todo):
         stream = readahead.read_ahead(todo, source=None if n else early)
         return MergedReads([(0, len(todo))], [stream])
@@ -423,7 +434,7 @@ def content_keys(hashes: pl.Series) -> list[int]:
     return hashes.str.slice(0, KNOWN_DIGITS).str.to_integer(base=16).to_list()
 
 
-def _precompute(rows, known: set[int]) -> tuple[bytes, bytes] | None:
+def _precompute(rows, known: set[int], counted: bool = True) -> tuple[bytes, bytes] | None:
     """Token estimates and chunk rows of the contents of ``rows`` (normalized entries)
     this process has not seen before (``known``: their ``content_keys``, updated;
     emptied first when it holds ``KNOWN_MAX``), as Arrow IPC:
@@ -431,10 +442,11 @@ def _precompute(rows, known: set[int]) -> tuple[bytes, bytes] | None:
     index terms (``index_terms=True``: symbols and vocabulary, ~0.9 CPU s of the ingest
     process's main thread on the 200 MB tree, issue 26); None when there is none.
     Exactly what the ingest process would compute for them (``estimate_tokens``,
-    ``chunks_frame`` and the index terms are per text)."""
+    ``chunks_frame`` and the index terms are per text). ``counted`` False: no token
+    counts (the first frame holds content_hash alone; ``transform.Precomputed.cut``),
+    so no BPE tables are loaded here (``--precompute chunks``)."""
 
     from ctxkeep.transforms.chunk import chunks_frame
-    from ctxkeep.transforms.tokens import estimate_tokens
 
     new = (
         rows.filter(pl.col("content_hash").is_not_null())
@@ -449,6 +461,13 @@ def _precompute(rows, known: set[int]) -> tuple[bytes, bytes] | None:
     if len(known) >= KNOWN_MAX:
         known.clear()
     known.update(k for k, f in zip(keys, fresh, strict=True) if f)
+    # with the chunks' symbol terms and vocabulary (``index_terms``): per chunk text, so
+    # the ingest process takes them for any subset (``sinks.sqlite.with_index_terms``)
+    chunks = _ipc(chunks_frame(new, index_terms=True))
+    if not counted:
+        return _ipc(new.select("content_hash")), chunks
+    from ctxkeep.transforms.tokens import estimate_tokens
+
     counts, methods = estimate_tokens(new["text"].to_list())
     contents = pl.DataFrame(
         {
@@ -457,14 +476,15 @@ def _precompute(rows, known: set[int]) -> tuple[bytes, bytes] | None:
             "token_method": pl.Series(methods, dtype=pl.String),
         }
     )
-    # with the chunks' symbol terms and vocabulary (``index_terms``): per chunk text, so
-    # the ingest process takes them for any subset (``sinks.sqlite.with_index_terms``)
-    return _ipc(contents), _ipc(chunks_frame(new, index_terms=True))
+    return _ipc(contents), chunks
 
 
 #: ``_main`` counts tokens and cuts chunks of the new contents (``_precompute``):
 #: "auto" only while the ingest process is the slower side (``precompute_now``),
 #: "always", or "never" (the ingest process does it all); ``CTXKEEP_READER_PRECOMPUTE``.
+#: "chunks" (a first ingest's early reader, ``prestart.EARLY_PRECOMPUTE``): chunks and
+#: their index terms always, tokens never (the ingest process counts them: its BPE
+#: tables are built for its own files, a second build here cost ~0.2 CPU s, session 23).
 #: Unset, readers sharing the files (``read_split``) are started with "split"
 #: (``--precompute split``: "always", but "auto" for a big file, ``chunk_mode``): two
 #: readers are not the slower side, and what the ingest process counts runs on its
@@ -602,7 +622,9 @@ def _main() -> None:
             if any(i.batch is not None for i in items):
                 rows = normalized_rows(entries)
                 ipc = _ipc(rows)
-                if precompute_now(pace["waited"], pace["worked"], chunk_mode(items, mode)):
+                if mode == "chunks":  # a first ingest's early reader: no BPE tables here
+                    pre = _precompute(rows, known, counted=False)
+                elif precompute_now(pace["waited"], pace["worked"], chunk_mode(items, mode)):
                     pre = _precompute(rows, known)
                     if not released:  # the counter is built: its build's ~33 MB of read-only
                         # pages given back (as the hook path does; shared pages: RSS, not PSS)

@@ -73,30 +73,41 @@ class InFlight:
 
 class Precomputed:
     """Token estimates and chunk rows of contents computed ahead, by a reader process
-    (``reader_process.read_in_process``), kept until a group's transform takes them."""
+    (``reader_process.read_in_process``), kept until a group's transform takes them.
+    A content's chunk rows may come without its token estimate (``cut``: a first
+    ingest's early reader cuts chunks and index terms but loads no BPE tables,
+    ``reader_process`` ``--precompute chunks``): its tokens are counted here."""
 
     def __init__(self) -> None:
         self.tokens: dict[str, tuple[int, str]] = {}
+        #: contents whose chunk rows are held without their token estimate
+        self.cut: set[str] = set()
         self.chunks: list[pl.DataFrame] = []
 
     def add(self, contents: pl.DataFrame, chunks: pl.DataFrame) -> None:
-        """``contents``: content_hash, token_estimate, token_method; ``chunks``: their
-        ``chunks_frame`` rows. A content already held is skipped (a reader process that
-        forgot what it sent, ``reader_process.KNOWN_MAX``, may send it again: held
-        twice, ``take`` would join its chunk rows twice)."""
-        if self.tokens:
-            held = [h in self.tokens for h in contents["content_hash"].to_list()]
+        """``contents``: content_hash, token_estimate, token_method (or content_hash
+        alone: chunks cut ahead, tokens not counted); ``chunks``: their ``chunks_frame``
+        rows. A content already held is skipped (a reader process that forgot what it
+        sent, ``reader_process.KNOWN_MAX``, may send it again: held twice, ``take``
+        would join its chunk rows twice)."""
+        if self.tokens or self.cut:
+            held = [h in self.tokens or h in self.cut for h in contents["content_hash"].to_list()]
             if any(held):
                 dup = contents.filter(pl.Series(held, dtype=pl.Boolean))["content_hash"]
                 contents = contents.filter(~pl.Series(held, dtype=pl.Boolean))
                 chunks = chunks.filter(~pl.col("content_hash").is_in(dup.implode()))
-        self.tokens.update(
-            zip(
-                contents["content_hash"].to_list(),
-                zip(contents["token_estimate"].to_list(), contents["token_method"].to_list(), strict=False),
-                strict=False,
+        if "token_estimate" not in contents.columns:
+            self.cut.update(contents["content_hash"].to_list())
+        else:
+            self.tokens.update(
+                zip(
+                    contents["content_hash"].to_list(),
+                    zip(
+                        contents["token_estimate"].to_list(), contents["token_method"].to_list(), strict=False
+                    ),
+                    strict=False,
+                )
             )
-        )
         self.chunks.append(chunks)
 
     def forget(self, hashes: list[str]) -> None:
@@ -105,22 +116,18 @@ class Precomputed:
         counted for contents the store already held (a repeated tool input, a re-read
         file) stayed for the whole run, and each ``take`` joined all of it (issue 26:
         the ingest process of a 2.5 GB tree grew from 330 to 760 MB over the run)."""
-        gone = {h for h in hashes if h in self.tokens}
+        gone = {h for h in hashes if h in self.tokens or h in self.cut}
         if not gone:
             return
         for h in gone:
-            del self.tokens[h]
+            self.tokens.pop(h, None)
+        self.cut -= gone
         allc = pl.concat(self.chunks, how="vertical") if len(self.chunks) > 1 else self.chunks[0]
         self.chunks = [allc.filter(~pl.col("content_hash").is_in(list(gone)))]
 
-    def take(self, hashes: list[str]) -> tuple[list[int], list[str], pl.DataFrame] | None:
-        """``(counts, methods, chunk rows)`` for ``hashes``, exactly as
-        ``estimate_tokens`` and ``chunks_frame`` make them for these contents in this
-        order; None unless every hash was computed ahead. Taken rows are dropped."""
-        if not hashes or any(h not in self.tokens for h in hashes):
-            return None
-        counts = [self.tokens[h][0] for h in hashes]
-        methods = [self.tokens[h][1] for h in hashes]
+    def _rows(self, hashes: list[str]) -> pl.DataFrame:
+        """The chunk rows held for ``hashes`` (each held), in their order then ``seq``
+        (``chunks_frame``'s order for these contents); taken rows are dropped."""
         allc = pl.concat(self.chunks, how="vertical") if len(self.chunks) > 1 else self.chunks[0]
         idx = pl.DataFrame(
             {"content_hash": hashes, "_i": list(range(len(hashes)))},
@@ -132,6 +139,17 @@ class Precomputed:
             .select(allc.columns)
         )
         self.chunks = [allc.join(idx, on="content_hash", how="anti")]
+        return rows
+
+    def take(self, hashes: list[str]) -> tuple[list[int], list[str], pl.DataFrame] | None:
+        """``(counts, methods, chunk rows)`` for ``hashes``, exactly as
+        ``estimate_tokens`` and ``chunks_frame`` make them for these contents in this
+        order; None unless every hash was counted ahead. Taken rows are dropped."""
+        if not hashes or any(h not in self.tokens for h in hashes):
+            return None
+        counts = [self.tokens[h][0] for h in hashes]
+        methods = [self.tokens[h][1] for h in hashes]
+        rows = self._rows(hashes)
         for h in hashes:
             del self.tokens[h]
         return counts, methods, rows
@@ -139,30 +157,36 @@ class Precomputed:
     def fill(self, fresh: pl.DataFrame) -> tuple[list[int], list[str], pl.DataFrame] | None:
         """``(counts, methods, chunk rows)`` of the contents ``fresh`` (content_hash,
         text; distinct hashes), exactly as ``estimate_tokens`` and ``chunks_frame`` make
-        them for these contents in this order: those held taken (``take``), the others
-        computed here (a reader process that was the slower side sent some chunks
-        without them: ``reader_process.precompute_now``). None when none is held."""
+        them for these contents in this order: those held taken (``take``), the tokens
+        of those held without them (``cut``) counted here, the others computed here (a
+        reader process that was the slower side sent some chunks without them:
+        ``reader_process.precompute_now``). None when none is held."""
         hashes = fresh["content_hash"].to_list()
-        if not hashes or not self.tokens:
+        if not hashes or not (self.tokens or self.cut):
             return None
-        held = [h in self.tokens for h in hashes]
+        held = [h in self.tokens or h in self.cut for h in hashes]
         if not any(held):
             return None
-        if all(held):
+        counted = [h in self.tokens for h in hashes]
+        if all(counted):
             return self.take(hashes)
+        texts = fresh["text"].to_list()
+        # tokens: counted ahead, else here (``estimate_tokens`` is per text)
+        rc, rm = estimate_tokens([t for t, k in zip(texts, counted, strict=True) if not k])
+        it_rest = iter(zip(rc, rm, strict=True))
+        pairs = [self.tokens.pop(h) if k else next(it_rest) for h, k in zip(hashes, counted, strict=True)]
+        self.cut.difference_update(hashes)
+        if all(held):
+            return [c for c, _ in pairs], [m for _, m in pairs], self._rows(hashes)
         mask = pl.Series(held, dtype=pl.Boolean)
-        got = self.take([h for h, k in zip(hashes, held, strict=True) if k])
-        assert got is not None  # every one of them is held
+        got = self._rows([h for h, k in zip(hashes, held, strict=True) if k])
         rest = fresh.filter(~mask)
-        rc, rm = estimate_tokens(rest["text"].to_list())
-        it_got, it_rest = iter(zip(got[0], got[1], strict=True)), iter(zip(rc, rm, strict=True))
-        pairs = [next(it_got) if k else next(it_rest) for k in held]
         pos = pl.DataFrame(
             {"content_hash": hashes, "_i": list(range(len(hashes)))},
             schema={"content_hash": pl.String, "_i": pl.Int64},
         )
         # the rest with the index terms the reader sent with the others (the same columns)
-        rows = pl.concat([got[2], chunks_frame(rest, index_terms="vocab" in got[2].columns)], how="vertical")
+        rows = pl.concat([got, chunks_frame(rest, index_terms="vocab" in got.columns)], how="vertical")
         rows = rows.join(pos, on="content_hash", how="left").sort("_i", "seq", maintain_order=True).drop("_i")
         return [c for c, _ in pairs], [m for _, m in pairs], rows
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from ctxkeep.pipeline import prestart
 from ctxkeep.pipeline.readahead import LateRaw, sealed_raws
 from ctxkeep.schema import STORED_COLUMNS
 from ctxkeep.sinks import sqlite as sqlite_store
@@ -119,6 +120,30 @@ class Group:
     #: what tombstones dropped: ``{(scope, value): [entries, {session ids}]}``
     #: (``transform.drop_tombstoned``)
     skipped: dict = field(default_factory=dict)
+    #: its ``raws`` are sealed late (``readahead.LateRaw``: a first ingest's early reader
+    #: seals after it sent the batches): the writer loads its rows while the pack is
+    #: still being made and waits for it only where its manifest rows go (``_late_pack``)
+    pack_late: bool = False
+
+
+class _PackFailed(Exception):
+    """The vault's pack of a group whose rows were being loaded (``Group.pack_late``)
+    failed: ``Writer._store`` takes the group's rows back alone (its savepoint) and the
+    capture's error (``__cause__``) is the writer's, as for a pack that failed before
+    the load."""
+
+
+def _late_pack(g: Group) -> vault.PreparedGroup:
+    """``g``'s pack (``vault_pending``'s result), waited for here; raises
+    ``_PackFailed`` from the capture's error."""
+    assert g.vault_pending is not None  # a late group's capture runs
+    prestart.trace("ingest", "pack")  # needed from here (the bench's critical path)
+    try:
+        vg = g.vault_pending.result()
+    except BaseException as e:
+        raise _PackFailed(str(e)) from e
+    g.vault_group, g.vault_pending = vg, None
+    return vg
 
 
 def _load_group(conn, g: Group, usage_held: set[str] | None = None) -> tuple[int, int | None]:
@@ -129,13 +154,18 @@ def _load_group(conn, g: Group, usage_held: set[str] | None = None) -> tuple[int
     if g.frames is None:
         return 0, None
     vg = g.vault_group
+    record: Callable[[sqlite3.Connection], None] | None = None
+    if g.vault_pending is not None:  # its pack still being made: waited for here (``pack_late``)
+        record = lambda c: vault.record_in(c, _late_pack(g))  # noqa: E731
+    elif vg is not None:
+        record = lambda c: vault.record_in(c, vg)  # noqa: E731
     n = sqlite_store.load_batch(
         conn,
         quarantine=g.quarantine,
         watermarks=g.watermarks,
         status_changes=g.changes,
         # the vault's manifest rows commit with the watermarks (its packs are durable)
-        before_watermarks=None if vg is None else (lambda c: vault.record_in(c, vg)),
+        before_watermarks=record,
         coverage=g.coverage,
         usage_held=usage_held,
         **g.frames,
@@ -320,9 +350,21 @@ class Writer:
                     g.vault_pending.cancel()
                 continue  # drain: nothing after a failed group (or a stop) is stored
             try:
-                if g.vault_pending is not None:  # its pack written (durable) before its rows commit
+                # its pack written (durable) before its rows commit: waited for here, or
+                # where its manifest rows go when it is sealed late and not made yet
+                late = (
+                    g.pack_late
+                    and g.frames is not None
+                    and not (g.vault_pending is None or g.vault_pending.done())
+                )
+                if g.vault_pending is not None and not late:
+                    if g.pack_late:  # sealed late, and made already
+                        prestart.trace("ingest", "pack")
                     g.vault_group, g.vault_pending = g.vault_pending.result(), None
                 self._store(self.conn, g, several=True)
+            except _PackFailed as e:  # its rows taken back alone (``_store``): the groups before commit
+                self.error = e.__cause__ or e
+                self._commit_or_fail(self.conn)
             except BaseException as e:  # raised in the caller's thread
                 self.error = e
                 self._commit_or_fail(self.conn)  # (a failed load rolled back its transaction)
@@ -337,11 +379,22 @@ class Writer:
         if g.frames is not None and not conn.in_transaction:
             sqlite_store.begin(conn)
             self.txn_began = time.monotonic()
+        # a pack still being made (``pack_late``): its rows in a savepoint, taken back
+        # alone if the pack fails (the groups before it in the transaction commit)
+        late = g.frames is not None and g.vault_pending is not None
+        if late:
+            conn.execute("SAVEPOINT late_pack")
         try:
             n, first = _load_group(conn, g, self.usage_held)
+        except _PackFailed:
+            conn.execute("ROLLBACK TO late_pack")
+            conn.execute("RELEASE late_pack")
+            raise
         except BaseException:  # the open transaction is rolled back, its groups with it
             self._rollback(conn)
             raise
+        if late:
+            conn.execute("RELEASE late_pack")
         self._held_bound()
         if g.frames is not None:  # what the accounting needs of them: the new entries
             g.frames = {"entries": g.frames["entries"]}

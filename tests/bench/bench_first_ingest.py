@@ -148,7 +148,12 @@ def critical_path(r: dict) -> float:
     files, ``reader_process.MergedReads``; a checkout without it: none) counts at the
     ``need``: the read-ahead thread took the chunk while the main thread still worked
     on its own files (the reader sending its batches before it seals their bytes,
-    ``--seal-late``), no wait of the run.
+    ``--seal-late``), no wait of the run. The reader's sealed captures (its last
+    ``sent``), when the writer traces ``pack`` (a group sealed late,
+    ``writer.Group.pack_late``: where it needs that group's pack, at its manifest rows),
+    count at that ``pack``, whenever they came: the thread that takes them
+    (``reader_process._take_sealed``) logs its ``got`` at the process's CPU at arrival,
+    behind the reader's mapped clock under load while the process is busy, no wait.
     Without a reader process: its own CPU. (A quiet machine runs the ingest's threads
     partly at once, Polars and SQLite outside the GIL: its wall is below this.)"""
     own = r.get("own", r["cpu"])
@@ -163,11 +168,16 @@ def critical_path(r: dict) -> float:
     start = max(spawn + ready, todo)  # no ingest wait can come before its todo
     sent = [start + c - got_todo for ev, c in rd if ev == "sent"]
     need = next((c for ev, c in ing if ev == "need"), 0.0)
+    pack = next((c for ev, c in ing if ev == "pack"), None)
     waited = 0.0
     k = 0
     for ev, c in ing:
         if ev == "got" and sent:
-            waited = max(waited, sent[min(k, len(sent) - 1)] - max(c, need))
+            j = min(k, len(sent) - 1)
+            if pack is not None and j == len(sent) - 1:  # the sealed captures: needed at ``pack``
+                waited = max(waited, sent[j] - pack)
+            else:
+                waited = max(waited, sent[j] - max(c, need))
             k += 1
     return own + waited
 

@@ -95,3 +95,65 @@ def test_a_capture_that_fails_fails_the_run_before_its_group_commits(tmp_path, m
     monkeypatch.setattr(capture.Capturer, "prepare", real)
     s = engine.run_ingest(home, paths=paths)  # the rest read again
     assert s.entries_new == 24 and _watermarks(home) == 3 and len(_manifest(home)) == 3
+
+
+def test_a_pack_sealed_late_is_waited_for_where_its_manifest_rows_go(tmp_path, monkeypatch):
+    """A group whose bytes the early reader seals after it sent them (``Group.pack_late``)
+    is loaded while its pack is still being made: the writer waits for the pack only
+    where the manifest rows go, before the watermarks and the COMMIT, so the pack is
+    still durable before the rows naming it commit. The same vault and store; a late
+    pack that fails takes back its own group's rows alone (a savepoint): the groups
+    before it in the transaction commit, the next run reads the rest again."""
+    from ctxkeep.pipeline import writer as writer_mod
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    paths = _tree(tmp_path)
+    monkeypatch.setattr(plan, "PART_BYTES", 1)
+    monkeypatch.setattr(engine, "PART_GROUP_BYTES", 0)
+    engine.run_ingest(tmp_path / "before", paths=paths)  # each pack waited for before the load
+
+    real_put, real_load, real_prepare = (
+        writer_mod.Writer.put,
+        sqlite_store.load_batch,
+        capture.Capturer.prepare,
+    )
+
+    def put(self, g):
+        g.pack_late = g.vault_pending is not None  # as the early reader's groups come
+        return real_put(self, g)
+
+    loads = threading.Semaphore(0)
+    seen: list[bool] = []  # per pack: whether its group's load had started when it was made
+    fail_at = [0]
+
+    def load_batch(*a, **k):
+        loads.release()
+        return real_load(*a, **k)
+
+    def prepare(self, raws, *a, **k):
+        after = 0 < fail_at[0] <= len(seen)  # a group after the failed one: never loaded
+        seen.append(after or loads.acquire(timeout=3))
+        if len(seen) == fail_at[0]:
+            raise OSError(28, "No space left on device (test)")
+        return real_prepare(self, raws, *a, **k)
+
+    monkeypatch.setattr(writer_mod.Writer, "put", put)
+    monkeypatch.setattr(sqlite_store, "load_batch", load_batch)
+    monkeypatch.setattr(capture.Capturer, "prepare", prepare)
+    engine.run_ingest(tmp_path / "late", paths=paths)
+    assert seen == [True, True, True]  # each pack made while its rows were being loaded
+    assert (
+        _manifest(tmp_path / "late") == _manifest(tmp_path / "before") and _watermarks(tmp_path / "late") == 3
+    )
+
+    seen.clear()
+    fail_at[0] = 2
+    home = tmp_path / "home"
+    with pytest.raises(OSError, match="No space left"):
+        engine.run_ingest(home, paths=paths)
+    assert seen[:2] == [True, True]
+    assert _watermarks(home) == 1 and len(_manifest(home)) == 1  # the first group committed
+    fail_at[0] = 0
+    s = engine.run_ingest(home, paths=paths)  # the rest read again
+    assert s.entries_new == 24 and _watermarks(home) == 3
+    assert _manifest(home) == _manifest(tmp_path / "before")

@@ -10,6 +10,7 @@ Handmade records follow the Claude Code transcript shape of ``fixtures/bad_input
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -561,7 +562,77 @@ def test_precomputed_fill_takes_what_it_holds_and_computes_the_rest():
     assert c == counts and rows.equals(want)
 
 
-@pytest.mark.parametrize("mode", ["never", "always", "auto"])
+def test_precomputed_chunks_without_tokens_are_taken_and_their_tokens_counted_here(monkeypatch):
+    """A first ingest's early reader cuts chunks and index terms but counts no tokens
+    (``reader_process._precompute(counted=False)``, ``--precompute chunks``): ``fill``
+    takes its chunk rows (with their index terms, in ``chunks_frame``'s order) and counts
+    the tokens here, beside contents counted ahead and contents not sent at all."""
+    import polars as pl
+
+    from ctxkeep.transforms import tokens
+    from ctxkeep.transforms.chunk import chunks_frame
+    from ctxkeep.transforms.tokens import estimate_tokens
+
+    texts = [
+        "short text",
+        "## Heading\n" + "a line of a long tool output\n" * 400,
+        "第三个 text",
+        "validateUserInput " * 700,
+        "",
+        'fn main() { println!("x"); }',
+    ]
+    hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    contents = pl.DataFrame({"content_hash": hashes, "text": texts})
+    counts, methods = estimate_tokens(texts)
+    want = chunks_frame(contents, index_terms=True)
+
+    # what the reader sends: content_hash alone and the chunk rows with their terms
+    known: set[int] = set()
+    real = tokens.estimate_tokens
+    monkeypatch.setattr(tokens, "estimate_tokens", lambda t: pytest.fail("counted in the reader"))
+    got = read_worker._precompute(contents[[1, 3, 4]], known, counted=False)
+    monkeypatch.setattr(tokens, "estimate_tokens", real)
+    assert got is not None
+    sent, sent_chunks = (pl.read_ipc(io.BytesIO(b)) for b in got)
+    assert sent.columns == ["content_hash"] and sent["content_hash"].to_list() == [
+        hashes[i] for i in (1, 3, 4)
+    ]
+    assert sent_chunks.equals(chunks_frame(contents[[1, 3, 4]], index_terms=True))
+
+    pre = transform.Precomputed()
+    pre.add(sent, sent_chunks)
+    assert pre.cut == {hashes[i] for i in (1, 3, 4)} and not pre.tokens
+    assert pre.take([hashes[1]]) is None  # no token count held: not taken whole
+    counted = [0, 5]  # counted ahead by another reader
+    pre.add(
+        pl.DataFrame(
+            {
+                "content_hash": [hashes[i] for i in counted],
+                "token_estimate": [counts[i] for i in counted],
+                "token_method": [methods[i] for i in counted],
+            }
+        ),
+        chunks_frame(contents[counted], index_terms=True),
+    )
+    pre.add(sent, sent_chunks)  # sent again (a reader past KNOWN_MAX): held once
+    c, m, rows = pre.fill(contents)  # text 2 was not sent at all: computed here
+    assert c == counts and m == methods
+    assert rows.height == want.height > len(texts)
+    assert rows.equals(want)  # the same rows, terms and order: chunk ids as before
+    assert not pre.tokens and not pre.cut and sum(x.height for x in pre.chunks) == 0
+
+    # all of a group cut ahead: its rows taken, every token counted here
+    pre.add(sent, sent_chunks)
+    part = contents[[3, 1]]
+    c, m, rows = pre.fill(part)
+    assert c == [counts[3], counts[1]] and m == [methods[3], methods[1]]
+    assert rows.equals(chunks_frame(part, index_terms=True))
+    assert pre.cut == {hashes[4]}
+    pre.forget([hashes[4]])
+    assert not pre.cut and sum(x.height for x in pre.chunks) == 0
+
+
+@pytest.mark.parametrize("mode", ["never", "always", "auto", "chunks"])
 def test_a_reader_process_that_leaves_tokens_and_chunks_to_the_ingest_stores_the_same(
     tmp_path, monkeypatch, mode
 ):

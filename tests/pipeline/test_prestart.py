@@ -281,8 +281,15 @@ def test_the_todo_sent_ahead_is_taken_only_for_the_same_files_and_flags(tmp_path
         (tmp_path / f"{i}.jsonl").write_bytes(b"x" * size)
         todo.append((SourceFile("codex", tmp_path / f"{i}.jsonl"), None))
     assert prestart.own_files(prestart.new_bytes(todo)) == 2  # 20 of 100 bytes within 0.4
-    flags = prestart.reader_flags(True, True, seal_rows=True, seal_late=True)
-    assert flags == ["--seal", "--seal-rows", "--seal-late"]
+    assert prestart.reader_flags(True, True, seal_rows=True, seal_late=True) == [
+        "--seal",
+        "--seal-rows",
+        "--seal-late",
+    ]
+    # the early reader's: it cuts chunks and index terms too (``EARLY_PRECOMPUTE``), no tokens
+    monkeypatch.setattr(prestart, "EARLY_PRECOMPUTE", "chunks")
+    flags = prestart.reader_flags(True, True, "chunks", seal_rows=True, seal_late=True)
+    assert flags == ["--seal", "--seal-rows", "--seal-late", "--precompute", "chunks"]
     assert prestart.reader_flags(True, True, seal_rows=True) == ["--seal", "--seal-rows"]
     assert prestart.reader_flags(False, False) == ["--no-vault"]
 

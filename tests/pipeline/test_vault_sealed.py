@@ -181,7 +181,9 @@ def test_a_first_ingests_reader_seals_after_sending_its_batches_and_the_store_is
     """``seal_late`` (``reader_process.read_shared``: the early reader): the batches come
     before their bytes are sealed, each ``batch.raw`` a ``readahead.LateRaw``; the
     generator ends with its last item, the sealed captures come after it (a thread reads
-    them), and the vault and the store are the ones the ingest process builds itself."""
+    them), and the vault and the store are the ones the ingest process builds itself.
+    Its contents' chunks and index terms come cut, their tokens not counted
+    (``--precompute chunks``: counted by the ingest process), the same store."""
     from ctxkeep.pipeline.readahead import LateRaw
 
     monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 1 << 40)  # read in this process
@@ -190,12 +192,18 @@ def test_a_first_ingests_reader_seals_after_sending_its_batches_and_the_store_is
     monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)  # read in a reader process
     real = read_worker.read_in_process
     late: list = []
+    cut: list = []  # the contents whose chunks and index terms came cut, tokens not counted
 
     def spy(todo, **kw):
-        for item in real(todo, **dict(kw, seal_rows=True, seal_late=True)):  # as ``read_shared`` asks
+        # as ``read_shared`` asks: sealed late, chunks and index terms cut there
+        for item in real(todo, **dict(kw, seal_rows=True, seal_late=True, precompute="chunks")):
             raw = item.batch.raw if item.batch is not None else None
             if raw is not None:
                 late.append(raw)
+            if item.ahead is not None:
+                contents, chunks = item.ahead
+                assert contents.columns == ["content_hash"] and {"symbols", "vocab"} <= set(chunks.columns)
+                cut.extend(contents["content_hash"].to_list())
             yield item
         # the generator ended: the sealed captures may still be on their way, not lost
         assert all(isinstance(r, LateRaw) for r in late)
@@ -204,6 +212,7 @@ def test_a_first_ingests_reader_seals_after_sending_its_batches_and_the_store_is
     ingest(home_copy, tmp_path / "there")
 
     assert len(late) > 20 and all(isinstance(r, LateRaw) for r in late)
+    assert len(cut) > 100 and len(set(cut)) == len(cut)  # every new content, once
     sealed = [r.result() for r in late]
     assert all(s.sealed is not None and s.data == b"" for s in sealed)
     assert sum(bool(s.meta.get("vault_rows")) for s in sealed) == 3  # Crush (2) and opencode-go
