@@ -98,7 +98,7 @@ class Terms:
             out[doc].append(term)
         with self.db:
             self.db.execute("DELETE FROM probe")
-        for r, ts in zip(miss, out):
+        for r, ts in zip(miss, out, strict=True):
             self.cache[r] = tuple(ts)
 
     def of(self, text: str) -> list[str]:
@@ -124,7 +124,7 @@ def common_terms(conn: sqlite3.Connection, n: int) -> list[str]:
 
 
 def pairs_of(terms: list[str], common: set[str]) -> set[str]:
-    return {f"{a}_{b}" for a, b in zip(terms, terms[1:]) if a in common or b in common}
+    return {f"{a}_{b}" for a, b in zip(terms, terms[1:], strict=False) if a in common or b in common}
 
 
 def _open_pairs(path: Path, common: list[str] | None) -> sqlite3.Connection:
@@ -161,7 +161,8 @@ def build(home: Path, pairs_path: Path, n_common: int, limit: int | None = None,
     while True:
         c1 = cpu()
         rows = store.execute(
-            "SELECT chunk_id, title, text FROM chunks WHERE chunk_id > ? ORDER BY chunk_id LIMIT ?", (last, batch)
+            "SELECT chunk_id, title, text FROM chunks WHERE chunk_id > ? ORDER BY chunk_id LIMIT ?",
+            (last, batch),
         ).fetchall()
         c2 = cpu()
         c_read += c2 - c1
@@ -299,7 +300,8 @@ def run_paired(conn: sqlite3.Connection, match: str, pmatch: str, cap: int) -> t
     sql, params = window_sql(match)
     k = len(params) + 1
     sql = sql.replace(
-        "fts_words MATCH ?1 ORDER BY", f"fts_words MATCH ?1 AND rowid IN (SELECT value FROM json_each(?{k})) ORDER BY"
+        "fts_words MATCH ?1 ORDER BY",
+        f"fts_words MATCH ?1 AND rowid IN (SELECT value FROM json_each(?{k})) ORDER BY",
     )
     return conn.execute(sql, (*params, json.dumps(cands))).fetchall(), len(cands)
 
@@ -377,13 +379,18 @@ def needed(home: Path, pairs_path: Path, n_common: int, matches: Path | None) ->
         for i in ids:
             rows.setdefault(i, set()).add(tok)
     with db:
-        db.executemany("INSERT INTO fts_pairs(rowid, pairs) VALUES(?, ?)", ((i, " ".join(s)) for i, s in sorted(rows.items())))
+        db.executemany(
+            "INSERT INTO fts_pairs(rowid, pairs) VALUES(?, ?)",
+            ((i, " ".join(s)) for i, s in sorted(rows.items())),
+        )
         db.execute("INSERT INTO fts_pairs(fts_pairs) VALUES('optimize')")
     db.close()
     print(f"{len(want)} pair tokens, {len(rows):,} chunks")
 
 
-def measure(home: Path, pairs_path: Path, rounds: int, cap: int, only: str | None, cache: Path | None) -> None:
+def measure(
+    home: Path, pairs_path: Path, rounds: int, cap: int, only: str | None, cache: Path | None
+) -> None:
     matches = cached_matches(home, cache) if only is None else [only]
     conn = sqlite_store.connect(home, readonly=True, mmap=True)
     assert native_rank.ready(conn), "the native ranking library is needed (ck_bm25)"
@@ -415,7 +422,9 @@ def measure(home: Path, pairs_path: Path, rounds: int, cap: int, only: str | Non
     print("|---|---|---|---|---|---|---|")
     for a, b, n, rows, same, m, pm in results:
         if a >= 2.0 or b >= 2.0 or not same:
-            print(f"| {a:.2f} | {b:.2f} | {'over cap' if n < 0 else n} | {rows} | {same} | `{m[:70]}` | `{pm[:50]}` |")
+            print(
+                f"| {a:.2f} | {b:.2f} | {'over cap' if n < 0 else n} | {rows} | {same} | `{m[:70]}` | `{pm[:50]}` |"
+            )
     n_same = sum(r[4] for r in results)
     print(
         f"{len(results)} statements rewritten of {len(matches)}; same rows and ranks: {n_same}; "
@@ -450,7 +459,10 @@ def search_ab(home: Path, pairs_path: Path, rounds: int) -> None:
         if pm is None:
             return False
         proven[0] += 1
-        none = conn.execute("SELECT 1 FROM pairs.fts_pairs WHERE fts_pairs MATCH ? LIMIT 1", (pm,)).fetchone() is None
+        none = (
+            conn.execute("SELECT 1 FROM pairs.fts_pairs WHERE fts_pairs MATCH ? LIMIT 1", (pm,)).fetchone()
+            is None
+        )
         proven[1] += none
         return none
 
@@ -491,7 +503,7 @@ def search_ab(home: Path, pairs_path: Path, rounds: int) -> None:
                 got[on] = dg
             same += got[False] == got[True]
             per_q.setdefault(i, [0.0, 0.0])
-            per_q[i][0] += tt[False][-1] if order[1] else tt[False][-1]
+            per_q[i][0] += tt[False][-1]
             per_q[i][1] += tt[True][-1]
         for on in (False, True):
             times[on].append(tt[on])
@@ -508,6 +520,9 @@ def search_ab(home: Path, pairs_path: Path, rounds: int) -> None:
     print("|---|---|---|---|")
     for i, (a, b) in sorted(per_q.items(), key=lambda kv: kv[1][1] - kv[1][0])[:12]:
         print(f"| `{qs[i][0]}` | {qs[i][1] or ''} | {a:.1f} | {b:.1f} |")
+    print("slowest with pairs (sum of rounds):")
+    for i, (a, b) in sorted(per_q.items(), key=lambda kv: -kv[1][1])[:15]:
+        print(f"| `{qs[i][0]}` | {qs[i][1] or ''} | {a:.1f} | {b:.1f} |")
 
 
 def main() -> None:
@@ -519,7 +534,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cap", type=int, default=200)
     ap.add_argument("--only", help="measure this one MATCH")
-    ap.add_argument("--limit", type=int, help="build: the first LIMIT chunks only (growth scaled by their share)")
+    ap.add_argument(
+        "--limit", type=int, help="build: the first LIMIT chunks only (growth scaled by their share)"
+    )
     ap.add_argument("--matches", type=Path, help="keep the bench's MATCHes in this JSON file")
     a = ap.parse_args()
     if a.op == "build":
