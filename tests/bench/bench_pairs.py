@@ -273,6 +273,21 @@ def pair_filter(terms: Terms, common: set[str], match: str) -> str | None:
     return " AND ".join(f'"{x}"' for x in sorted(every))
 
 
+def built_tokens(conn: sqlite3.Connection) -> set[str] | None:
+    """The pair tokens of a ``needed`` table (None: every chunk's pairs, ``build``)."""
+    try:
+        return {r[0] for r in conn.execute("SELECT token FROM pairs.built")}
+    except sqlite3.OperationalError:
+        return None
+
+
+def checkable(pm: str | None, built: set[str] | None) -> str | None:
+    """``pm``, or None when it names a pair the table was not made with."""
+    if pm is None or built is None:
+        return pm
+    return pm if all(t in built for t in re.findall(r'"([^"]+)"', pm)) else None
+
+
 def window_sql(match: str) -> tuple[str, tuple]:
     """The ranked window statement of a list (``newest_ranked_sql``: 2,000 newest, best 11)."""
     sql = retrieve.newest_ranked_sql("fts_words", match, retrieve.RANK_WINDOW, 11, True, 11)
@@ -384,6 +399,9 @@ def needed(home: Path, pairs_path: Path, n_common: int, matches: Path | None) ->
             ((i, " ".join(s)) for i, s in sorted(rows.items())),
         )
         db.execute("INSERT INTO fts_pairs(fts_pairs) VALUES('optimize')")
+        # only these pairs are in the table: a MATCH of any other is not checked
+        db.execute("CREATE TABLE built(token TEXT PRIMARY KEY)")
+        db.executemany("INSERT INTO built VALUES(?)", [(t,) for t in want])
     db.close()
     print(f"{len(want)} pair tokens, {len(rows):,} chunks")
 
@@ -396,11 +414,12 @@ def measure(
     assert native_rank.ready(conn), "the native ranking library is needed (ck_bm25)"
     conn.execute("ATTACH DATABASE ? AS pairs", (f"file:{pairs_path}?mode=ro",))
     common = {r[0] for r in conn.execute("SELECT term FROM pairs.common")}
+    built = built_tokens(conn)
     terms = Terms()
     print(f"load {os.getloadavg()[0]:.1f}; {len(matches)} distinct MATCHes of fts_words", flush=True)
     results = []
     for match in matches:
-        pm = pair_filter(terms, common, match)
+        pm = checkable(pair_filter(terms, common, match), built)
         if pm is None:
             continue
         # first runs: fill the counts (as a long-lived process has them), compare
@@ -447,6 +466,7 @@ def search_ab(home: Path, pairs_path: Path, rounds: int) -> None:
     assert native_rank.ready(conn)
     conn.execute("ATTACH DATABASE ? AS pairs", (f"file:{pairs_path}?mode=ro",))
     common = {r[0] for r in conn.execute("SELECT term FROM pairs.common")}
+    built = built_tokens(conn)
     terms = Terms()
     r = retrieve
     orig = {n: getattr(r, n) for n in ("fts_ids", "newest_match", "holds_none", "match_count")}
@@ -455,7 +475,7 @@ def search_ab(home: Path, pairs_path: Path, rounds: int) -> None:
     def empty(fts: str, match: str) -> bool:
         if fts != "fts_words":
             return False
-        pm = pair_filter(terms, common, match)
+        pm = checkable(pair_filter(terms, common, match), built)
         if pm is None:
             return False
         proven[0] += 1
