@@ -317,8 +317,9 @@ def _emit_brief(s: dict) -> None:
         if st in ("compressed", "would-compress"):
             tail = f": {_size(f['bytes_before'])} → {_size(f['bytes_after'])}"
             say(f"{verb} {short_path(f['path'], max(20, width - len(verb) - len(tail) - 1))}{tail}")
-        elif st == "skipped":
-            say(f"skipped {short_path(f['path'], max(20, width - 8))}")
+        elif st == "skipped":  # with its reason (newuser24 F11: only -v said why)
+            tail = f": {f['reason']}" if f.get("reason") else ""
+            say(f"skipped {short_path(f['path'], max(20, width - 8 - len(tail)))}{tail}")
         else:  # refused, failed: the reason matters (at the width)
             _say_refused(st, short_path(f["path"], max(20, width - len(st) - 1)), f["reason"])
     done = s["compressed"] + s["would_compress"]

@@ -275,3 +275,18 @@ def test_report_html_compression_table_fits_the_page(env, tmp_path):
     ]  # fmt: skip
     files = [re.findall(r"<td[^>]*>([^<]*)</td>", row)[3] for row in part.split("<tr>")[2:]]
     assert sorted(files) == sorted([Path(ROLLOUT).name, Path(BIG_ROLLOUT).name])
+
+
+def test_a_skipped_file_says_why_without_v(env):
+    """newuser24 F11: `compress FILE` said only `skipped …/rollout-….jsonl`; the reason
+    (too few messages to cut) was shown with -v alone."""
+    e, home, store = env
+    assert _invoke(["ingest", "--no-progress"], e).exit_code == 0
+    r = _invoke(["compress", str(home / ROLLOUT), "--keep-messages", "100000", "--dry-run"], e)
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.stdout.splitlines() if x.startswith("skipped "))
+    assert re.search(
+        r"rollout-2025-11-13T18-21-11-019a802a-aab1-7c31-9831-d2510c7a74a2\.jsonl: "
+        r"[0-9,]+ messages, not more than the 100000 to keep$",
+        line,
+    ), line
