@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import typer
@@ -123,8 +124,10 @@ def sessions(
     if widths[1] > _ID_ROOM and sum(widths) + 2 * len(widths) + 20 > out.width:
         # a few long ids (`copilot_stage0_small-c41`, `52da/sidechain-c`) made the id
         # column 26 wide: rows of 86 columns at 80, titles of 11 (newuser16 F2)
-        widths[1] = _ID_ROOM
-        cells = [(x[0], _cut(x[1], _ID_ROOM), *x[2:]) for x in cells]
+        # at least as wide as keeps every id shown apart (newuser23 F19: two ids that
+        # differ past the 17th character were both `99999999-9999-499…`)
+        widths[1] = _apart([x[1] for x in cells], _ID_ROOM, _cut)
+        cells = [(x[0], _cut(x[1], widths[1]), *x[2:]) for x in cells]
     shown = list(range(len(heads) - 1))
     for i in _NARROW_DROPS:
         if sum(widths[j] + 2 for j in shown) + 20 <= out.width:
@@ -144,7 +147,8 @@ def sessions(
         shown.remove(7)
     over = sum(widths[j] + 2 for j in shown) + 12 - out.width
     if over > 0 and widths[1] > 8:
-        widths[1] = max(8, widths[1] - over, len(heads[1]))
+        room = max(8, widths[1] - over, len(heads[1]))
+        widths[1] = _apart([x[1] for x in cells], room, _cut_middle)
         cells = [(x[0], _cut_middle(x[1], widths[1]), *x[2:]) for x in cells]
     room = max(20 if len(shown) == len(heads) - 1 else 12, out.width - sum(widths[j] + 2 for j in shown) - 1)
 
@@ -173,7 +177,7 @@ def sessions(
             out.print(part, highlight=False, markup=False, style="dim", soft_wrap=True)
     elif source == "sqlite":
         out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")
-    for n in unrecorded_notes(rows) + logged_cost_notes(rows):
+    for n in unrecorded_notes(rows) + logged_cost_notes(rows) + family_cost_notes(rows):
         note(n)
     # a last line saying how many match, also when all fit (README; newuser15 F16 list),
     # folded at the width (106 columns at 80: newuser16 F2)
@@ -190,6 +194,18 @@ _ID_ROOM = 18
 
 def _cut(s: str, room: int) -> str:
     return s if len(s) <= room else s[: room - 1] + "…"
+
+
+def _apart(ids: list[str], room: int, cut) -> int:
+    """The least width from ``room`` up at which ``cut(id, width)`` keeps the ``ids``
+    shown apart (distinct ids stay distinct; their whole width at most): an id cut to
+    the same text as another's cannot be told apart nor pasted (newuser23 F19)."""
+    whole = max((len(i) for i in ids), default=room)
+    distinct = len(set(ids))
+    for width in range(room, whole):
+        if len({cut(i, width) for i in ids}) == distinct:
+            return width
+    return max(room, whole)
 
 
 def _cut_middle(s: str, room: int) -> str:
@@ -209,6 +225,35 @@ def _shown_costs(rows) -> list[str]:
     two added up to ``report session``'s $3.18, and $1.97 in the export. A total
     (``report session``) is the exact sum rounded once; ``--json`` keeps them exact."""
     return ["" if r.cost_usd is None else f"${r.cost_usd:,.2f}" for r in rows]
+
+
+def family_cost_notes(rows) -> list[str]:
+    """One note per listed session whose sub-agents are listed under it when their
+    rows' costs, each rounded to the cent, do not add up to the exact sum rounded once
+    (the one rounding rule: ``_shown_costs``): that sum is what ``report session``
+    shows for the session with its sub-agents. The corpus' ef95: rows $1.97 and $1.22,
+    ``report session`` $3.18 (exact $1.965285 + $1.219203)."""
+    out = []
+    for i, r in enumerate(rows):
+        if r.depth or r.cost_usd is None:
+            continue
+        family = [r]
+        for x in rows[i + 1 :]:
+            if not x.depth or x.parent_session_id != r.session_id:
+                break
+            family.append(x)
+        costs = [x.cost_usd for x in family if x.cost_usd is not None]
+        if len(costs) < 2:
+            continue
+        rows_sum = sum(Decimal(f"{c:.2f}") for c in costs)  # each row as shown
+        whole = Decimal(f"{sum(costs):.2f}")
+        if rows_sum != whole:
+            n = len(family) - 1
+            out.append(
+                f"{r.short_id} with its {n} sub-agent{'s' if n != 1 else ''}: ${whole:,} in all, as "
+                f"`report session` shows it (the rows, each rounded to the cent, add up to ${rows_sum:,})"
+            )
+    return out
 
 
 def _empty_line(n: int) -> str:
