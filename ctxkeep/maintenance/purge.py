@@ -453,7 +453,9 @@ def _forget_vault(conn: sqlite3.Connection, paths: list[str]) -> int:
     return forget(conn, home, list(paths)) if home is not None and paths else 0
 
 
-def _rewrite_shared(conn: sqlite3.Connection, owned: set[str], whole: list[str], gone: list[str]) -> list[str]:
+def _rewrite_shared(
+    conn: sqlite3.Connection, owned: set[str], whole: list[str], gone: list[str]
+) -> list[str]:
     """``sinks.vault.shared.rewrite`` of the shared sidecars the purge keeps; returns
     the paths rewritten."""
     from ctxkeep.sinks import vault

@@ -145,7 +145,9 @@ def shared_without(data: bytes, sessions: Collection[str]) -> bytes:
     lines = text.split("\n")
     # JSON.stringify(x, null, n) puts the first object on line 2, n spaces in
     indent = len(lines[1]) - len(lines[1].lstrip(" ")) if len(lines) > 2 else 0
-    out = json.dumps(kept, ensure_ascii=False, indent=indent or None, separators=None if indent else (",", ":"))
+    out = json.dumps(
+        kept, ensure_ascii=False, indent=indent or None, separators=None if indent else (",", ":")
+    )
     return (out + ("\n" if text.endswith("\n") else "")).encode("utf-8", "surrogateescape")
 
 

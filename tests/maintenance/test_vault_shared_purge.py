@@ -189,7 +189,9 @@ def test_a_purge_killed_at_each_step_of_the_rewrite_then_run_again(tmp_path, mon
     if kill_at in BEFORE_COMMIT:  # rolled back: the purge again
         p = subprocess.run(argv, env=env, capture_output=True, timeout=120)
     else:  # committed: the next writable command (an ingest) completes it
-        p = subprocess.run([*argv[:3], "ingest", "--home", str(store)], env=env, capture_output=True, timeout=120)
+        p = subprocess.run(
+            [*argv[:3], "ingest", "--home", str(store)], env=env, capture_output=True, timeout=120
+        )
     assert p.returncode == 0, p.stderr[-2000:]
     conn = sqlite_store.connect(store, readonly=True)
     try:

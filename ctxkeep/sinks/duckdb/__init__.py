@@ -1017,7 +1017,13 @@ def _sync_compress(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnecti
                     "agent": None,
                     **{
                         k: d.get(k)
-                        for k in ("bytes_before", "bytes_after", "tokens_before", "tokens_after", "image_tokens")
+                        for k in (
+                            "bytes_before",
+                            "bytes_after",
+                            "tokens_before",
+                            "tokens_after",
+                            "image_tokens",
+                        )
                     },
                 }
             ]
