@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-from decimal import Decimal
 from pathlib import Path
 
 import typer
@@ -28,7 +27,7 @@ from ctxkeep.cli import (
 )
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
-from ctxkeep.schema import tokens_unrecorded_note
+from ctxkeep.schema import family_cost_notes, tokens_unrecorded_note
 
 
 @app.command()
@@ -225,35 +224,6 @@ def _shown_costs(rows) -> list[str]:
     two added up to ``report session``'s $3.18, and $1.97 in the export. A total
     (``report session``) is the exact sum rounded once; ``--json`` keeps them exact."""
     return ["" if r.cost_usd is None else f"${r.cost_usd:,.2f}" for r in rows]
-
-
-def family_cost_notes(rows) -> list[str]:
-    """One note per listed session whose sub-agents are listed under it when their
-    rows' costs, each rounded to the cent, do not add up to the exact sum rounded once
-    (the one rounding rule: ``_shown_costs``): that sum is what ``report session``
-    shows for the session with its sub-agents. The corpus' ef95: rows $1.97 and $1.22,
-    ``report session`` $3.18 (exact $1.965285 + $1.219203)."""
-    out = []
-    for i, r in enumerate(rows):
-        if r.depth or r.cost_usd is None:
-            continue
-        family = [r]
-        for x in rows[i + 1 :]:
-            if not x.depth or x.parent_session_id != r.session_id:
-                break
-            family.append(x)
-        costs = [x.cost_usd for x in family if x.cost_usd is not None]
-        if len(costs) < 2:
-            continue
-        rows_sum = sum(Decimal(f"{c:.2f}") for c in costs)  # each row as shown
-        whole = Decimal(f"{sum(costs):.2f}")
-        if rows_sum != whole:
-            n = len(family) - 1
-            out.append(
-                f"{r.short_id} with its {n} sub-agent{'s' if n != 1 else ''}: ${whole:,} in all, as "
-                f"`report session` shows it (the rows, each rounded to the cent, add up to ${rows_sum:,})"
-            )
-    return out
 
 
 def _empty_line(n: int) -> str:
