@@ -283,6 +283,38 @@ TOKENS_UNRECORDED_WHY = {
 TOKENS_UNRECORDED_WHY_DEFAULT = "it logs each session's cost, no tokens"
 
 
+def family_cost_notes(rows) -> list[str]:
+    """One note per listed session (``rows``: ``query.sessions.SessionRow``, sub-agents
+    under their parent) whose sub-agents are listed under it when their rows' costs,
+    each rounded to the cent, do not add up to the exact sum rounded once (the one
+    rounding rule, docs/design.md): that sum is what ``report session`` shows for the
+    session with its sub-agents (``ctxkeep sessions``, ``export``'s index). The corpus' ef95: rows $1.97 and $1.22,
+    ``report session`` $3.18 (exact $1.965285 + $1.219203)."""
+    out = []
+    for i, r in enumerate(rows):
+        if r.depth or r.cost_usd is None:
+            continue
+        family = [r]
+        for x in rows[i + 1 :]:
+            if not x.depth or x.parent_session_id != r.session_id:
+                break
+            family.append(x)
+        costs = [x.cost_usd for x in family if x.cost_usd is not None]
+        if len(costs) < 2:
+            continue
+        from decimal import Decimal
+
+        rows_sum = sum(Decimal(f"{c:.2f}") for c in costs)  # each row as shown
+        whole = Decimal(f"{sum(costs):.2f}")
+        if rows_sum != whole:
+            n = len(family) - 1
+            out.append(
+                f"{r.short_id} with its {n} sub-agent{'s' if n != 1 else ''}: ${whole:,} in all, as "
+                f"`report session` shows it (the rows, each rounded to the cent, add up to ${rows_sum:,})"
+            )
+    return out
+
+
 def tokens_unrecorded_note(agent: str, sessions: int) -> str:
     """The note of ``sessions`` sessions (usage rows) of ``agent`` whose tokens the agent
     did not record, in the words of ``report``, ``sessions`` and the app."""

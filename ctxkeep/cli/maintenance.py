@@ -50,6 +50,7 @@ _COUNT_LABELS = [
     ("token_estimate", "tokens (estimated)"),
     ("archived", "archived rows (Parquet)"),
     ("vault_files", "vault files (redacted copies)"),
+    ("vault_shared", "shared vault files rewritten"),
 ]
 
 
@@ -61,6 +62,8 @@ def _counts_table(title: str, removed: dict):
         if key not in removed:
             continue
         n = removed[key]
+        if key == "vault_shared" and not n:  # (a Kiro IDE folder's index, kept for its other sessions)
+            continue
         if key == "source_files" and "source_files_gone" in removed:  # a preview: on disk or not
             n -= removed["source_files_gone"]
             if removed["source_files_gone"]:
@@ -181,6 +184,13 @@ def purge(
         f"{_count(r.get('vault_files', 0), 'vault file')} ({_size(r.get('vault_bytes', 0))} stored); "
         f"tombstone {rep['tombstone']}"
     )
+    if r.get("vault_shared"):  # (a Kiro IDE folder's index: its other sessions' titles stay)
+        n = r["vault_shared"]
+        say_folded(
+            f"  the vault's copy of {_count(n, 'index', 'indexes')} the folder's other sessions share "
+            f"(Kiro IDE's sessions.json) rewritten without it; the agent's own file still lists it",
+            indent="    ",
+        )
     if rep.get("kept"):  # the identifying data it keeps, on purpose (newuser18 F5)
         say_folded("  " + rep["kept"], indent="    ")
     if rep.get("tombstone_note") and rep.get("tombstone") == "added":  # what it blocks (newuser23 F1)

@@ -27,7 +27,7 @@ from ctxkeep.cli import (
 )
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
-from ctxkeep.schema import tokens_unrecorded_note
+from ctxkeep.schema import family_cost_notes, tokens_unrecorded_note
 
 
 @app.command()
@@ -123,8 +123,10 @@ def sessions(
     if widths[1] > _ID_ROOM and sum(widths) + 2 * len(widths) + 20 > out.width:
         # a few long ids (`copilot_stage0_small-c41`, `52da/sidechain-c`) made the id
         # column 26 wide: rows of 86 columns at 80, titles of 11 (newuser16 F2)
-        widths[1] = _ID_ROOM
-        cells = [(x[0], _cut(x[1], _ID_ROOM), *x[2:]) for x in cells]
+        # at least as wide as keeps every id shown apart (newuser23 F19: two ids that
+        # differ past the 17th character were both `99999999-9999-499…`)
+        widths[1] = _apart([x[1] for x in cells], _ID_ROOM, _cut)
+        cells = [(x[0], _cut(x[1], widths[1]), *x[2:]) for x in cells]
     shown = list(range(len(heads) - 1))
     for i in _NARROW_DROPS:
         if sum(widths[j] + 2 for j in shown) + 20 <= out.width:
@@ -144,7 +146,8 @@ def sessions(
         shown.remove(7)
     over = sum(widths[j] + 2 for j in shown) + 12 - out.width
     if over > 0 and widths[1] > 8:
-        widths[1] = max(8, widths[1] - over, len(heads[1]))
+        room = max(8, widths[1] - over, len(heads[1]))
+        widths[1] = _apart([x[1] for x in cells], room, _cut_middle)
         cells = [(x[0], _cut_middle(x[1], widths[1]), *x[2:]) for x in cells]
     room = max(20 if len(shown) == len(heads) - 1 else 12, out.width - sum(widths[j] + 2 for j in shown) - 1)
 
@@ -173,7 +176,7 @@ def sessions(
             out.print(part, highlight=False, markup=False, style="dim", soft_wrap=True)
     elif source == "sqlite":
         out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")
-    for n in unrecorded_notes(rows) + logged_cost_notes(rows):
+    for n in unrecorded_notes(rows) + logged_cost_notes(rows) + family_cost_notes(rows):
         note(n)
     # a last line saying how many match, also when all fit (README; newuser15 F16 list),
     # folded at the width (106 columns at 80: newuser16 F2)
@@ -190,6 +193,18 @@ _ID_ROOM = 18
 
 def _cut(s: str, room: int) -> str:
     return s if len(s) <= room else s[: room - 1] + "…"
+
+
+def _apart(ids: list[str], room: int, cut) -> int:
+    """The least width from ``room`` up at which ``cut(id, width)`` keeps the ``ids``
+    shown apart (distinct ids stay distinct; their whole width at most): an id cut to
+    the same text as another's cannot be told apart nor pasted (newuser23 F19)."""
+    whole = max((len(i) for i in ids), default=room)
+    distinct = len(set(ids))
+    for width in range(room, whole):
+        if len({cut(i, width) for i in ids}) == distinct:
+            return width
+    return max(room, whole)
 
 
 def _cut_middle(s: str, room: int) -> str:

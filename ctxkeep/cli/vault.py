@@ -300,6 +300,10 @@ def restore(
         )
     for db in r.get("skipped_rows") or []:
         say(f"not restored: the session's rows in {db} (a database: pass --to DIR to write them as JSONL)")
+    for p in r.get("left_shared") or []:  # (Kiro IDE's index: it lists the sessions still there)
+        say_folded(
+            f"left as it is: {tilde(p)} (other sessions share it and it is on disk; --force writes the vault's)"
+        )
     for x in failed:
         warn(f"not restored: {x['path']}: {x['reason']}")
     if not r["files"]:

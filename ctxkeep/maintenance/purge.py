@@ -23,7 +23,11 @@ What a session/project purge removes, in one SQLite transaction (the cascade del
   rows documents of the sessions removed whole (an agent database's session,
   ``<db>#session=<id>``), their bytes swept from the packs by the completion;
   ``removed["vault_files"]``, ``["vault_bytes"]`` (stored bytes that leave the packs),
-  ``["vault_raw_bytes"]`` (their original bytes), also in the dry run;
+  ``["vault_raw_bytes"]`` (their original bytes), also in the dry run; a sidecar
+  the folder's other sessions share (Kiro IDE's ``sessions.json``, which lists them
+  with their titles) stays, its vault copy written again without what it held of the
+  purged sessions (``sinks.vault.shared``; ``removed["vault_shared"]``: files
+  rewritten, or in the dry run to rewrite): no purged text stays in a vault byte;
 - and the Parquet archive (``sinks.parquet``): files holding rows of the scope are
   rewritten without them (``removed["archived"]`` counts those rows).
 
@@ -62,6 +66,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from ctxkeep import timeutil
@@ -112,6 +117,7 @@ def preview_empty() -> dict:
             "vault_files",
             "vault_bytes",
             "vault_raw_bytes",
+            "vault_shared",
         ),
         0,
     )
@@ -291,7 +297,9 @@ def run_purge(
             counts = delete_store.counts(conn)
             files = delete_store.selected_files(conn)
             owned = delete_store.selected_sessions(conn)
-            counts.update(_vault_preview(conn, owned, delete_store.whole_files(conn)))
+            whole = delete_store.whole_files(conn)
+            counts.update(_vault_preview(conn, owned, whole))
+            counts["vault_shared"] = len(_shared_preview(conn, owned, whole))
         finally:
             conn.close()
         counts["archived"] = parquet.purge_scope(home, request.scope, request.value, owned, dry_run=True)[
@@ -396,6 +404,41 @@ def _sidecars(conn: sqlite3.Connection, whole: list[str]) -> list[str]:
     return sorted(out)
 
 
+def _shared_kept(conn: sqlite3.Connection, whole: list[str], gone: list[str]) -> list[str]:
+    """The shared sidecars (``sidecar.SHARED``: Kiro IDE's index) of the folders of
+    ``whole`` that the purge keeps (``gone``: the vault files it takes out), for
+    ``sinks.vault.shared``."""
+    from ctxkeep.sinks.vault.manifest import sidecars_of
+
+    return sorted(set(sidecars_of(conn, whole)) - set(sidecars_of(conn, whole, shared=False)) - set(gone))
+
+
+def _without(conn: sqlite3.Connection, owned: set[str]) -> Callable[[str, bytes], bytes]:
+    """``sinks.vault.shared.Without`` for a purge of the sessions ``owned``: a shared
+    sidecar's bytes without what they hold of them, nor of any session tombstoned
+    before (``sidecar.without_sessions``)."""
+    from ctxkeep.sources.readers.sidecar import without_sessions
+
+    sessions = {s for s in owned if s} | set(_tombstoned_sessions(conn))
+    return lambda agent, data: without_sessions(agent, data, sessions)
+
+
+def _tombstoned_sessions(conn: sqlite3.Connection) -> set[str]:
+    """The session ids the store's tombstones name (``sqlite_store.tombstoned``)."""
+    return set(sqlite_store.tombstoned(conn).get("session", ()))
+
+
+def _shared_preview(conn: sqlite3.Connection, owned: set[str], whole: list[str]) -> list[str]:
+    """The shared sidecars whose vault copy a purge of ``owned`` would rewrite
+    (``sinks.vault.shared.holding``)."""
+    from ctxkeep.sinks import vault
+    from ctxkeep.sinks.vault.shared import holding
+
+    home = vault.home_of(conn)
+    kept = _shared_kept(conn, whole, _vault_paths(conn, owned, whole))
+    return holding(conn, home, kept, _without(conn, owned)) if home is not None and kept else []
+
+
 def _vault_preview(conn: sqlite3.Connection, owned: set[str], whole: list[str]) -> dict:
     """``{"vault_files", "vault_bytes", "vault_raw_bytes"}``: what the purge takes out
     of the vault (``sinks.vault.forget.preview``)."""
@@ -411,6 +454,19 @@ def _forget_vault(conn: sqlite3.Connection, paths: list[str]) -> int:
 
     home = vault.home_of(conn)
     return forget(conn, home, list(paths)) if home is not None and paths else 0
+
+
+def _rewrite_shared(
+    conn: sqlite3.Connection, owned: set[str], whole: list[str], gone: list[str]
+) -> list[str]:
+    """``sinks.vault.shared.rewrite`` of the shared sidecars the purge keeps; returns
+    the paths rewritten."""
+    from ctxkeep.sinks import vault
+    from ctxkeep.sinks.vault.shared import rewrite
+
+    home = vault.home_of(conn)
+    kept = _shared_kept(conn, whole, gone)
+    return rewrite(conn, home, kept, _without(conn, owned)) if home is not None and kept else []
 
 
 def purge_locked(conn: sqlite3.Connection, request: PurgeRequest, reingest: bool = False) -> tuple:
@@ -444,6 +500,10 @@ def purge_locked(conn: sqlite3.Connection, request: PurgeRequest, reingest: bool
         gone = _vault_paths(conn, owned, whole)
         removed.update(_vault_preview(conn, owned, whole))
         removed["vault_files"] = _forget_vault(conn, gone)
+        # a sidecar the folder's other sessions share (Kiro IDE's index) stays, written
+        # again without what it held of the purged sessions (``sinks.vault.shared``)
+        shared = _rewrite_shared(conn, owned, whole, gone)
+        removed["vault_shared"] = len(shared)
         removed["run_details"] = tombstones.scrub_run_details(conn, owned | {request.value}, whole)
         # the intent commits with the delete: the archive, the scrub and DuckDB follow
         # from it, now or (after a crash) in the next command

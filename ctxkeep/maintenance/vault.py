@@ -569,13 +569,14 @@ def vault_restore(
 
     Nothing is written when one target exists and ``force`` is not given (but for a
     sidecar several sessions share, ``sources.readers.sidecar.SHARED``: on disk, it is
-    left as it is and not listed; ``force`` overwrites it too). ``dry_run``:
+    left as it is, named in ``left_shared``; ``force`` overwrites it too). ``dry_run``:
     nothing is written, each file says whether it ``exists`` (what ``--force`` would
     overwrite). ``all_missing`` restores every file it can: a file it cannot (held only
     from an offset, damaged, not writable) is named in ``not_restored`` with the reason and
     the others are restored all the same. Returns ``{"session", "dry_run", "files":
     [{"path", "to", "bytes", "redactions", "exists"}], "skipped_rows": [databases],
-    "not_restored": [{"path", "reason"}], "interrupted", "not_started"}`` (a SIGINT or
+    "not_restored": [{"path", "reason"}], "left_shared": [targets on disk left as they
+    are], "interrupted", "not_started"}`` (a SIGINT or
     SIGTERM stops it at once: while the vault is read, before anything is written; in
     a file's write, that file abandoned, its temporary file removed and the target
     untouched (``_write_restored``); ``interrupted`` names the signal, ``not_started``
@@ -646,6 +647,7 @@ def _restore(
     plans = []
     rows_only: list[str] = []  # database sessions, written only under ``to``
     not_restored: list[dict] = []  # (--all-missing) files that cannot be restored, and why
+    left_shared: list[str] = []  # shared sidecars on disk, left as they are
     for path in paths:
         if stop.signal is not None:  # Ctrl-C while the vault is read: nothing written
             return _stopped_result(sid, dry_run, rows_only, not_restored, stop, len(paths))
@@ -689,6 +691,10 @@ def _restore(
         plans = [(g, [x for x in ts if not (x[0].exists() or x[0].is_symlink())]) for g, ts in plans]
     elif not force:  # a sidecar the folder's sessions share (Kiro IDE's index) on disk
         # stays as it is: it lists the sessions still there, the vault's may be older
+        # (the result names it: ``left_shared``)
+        for g, ts in plans:
+            if g.meta.get(SHARED):
+                left_shared += [str(x[0]) for x in ts if x[0].exists() or x[0].is_symlink()]
         plans = [
             (g, [x for x in ts if not (g.meta.get(SHARED) and (x[0].exists() or x[0].is_symlink()))])
             for g, ts in plans
@@ -734,6 +740,7 @@ def _restore(
         "files": done,
         "skipped_rows": sorted(set(rows_only)),
         "not_restored": not_restored,
+        "left_shared": sorted(set(left_shared)),
         "interrupted": stop.name if not_started else None,
         "not_started": not_started,
     }

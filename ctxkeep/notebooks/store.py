@@ -166,7 +166,8 @@ def _(mo, show, st, table):
     show(
         mo.md(
             "## Compression savings\nPer compress run and session file (`compress --check --json` has the paths): "
-            "bytes and estimated tokens before, and what the run saved.\n\n" + _line
+            "bytes and estimated tokens before, and what the run saved (tokens: the texts' and those of the images and "
+            "documents it moved out to the store, which no text counts).\n\n" + _line
         ),
         table(comp, empty="No compress runs in this period (`ctxkeep compress` shrinks idle session files)."),
     )

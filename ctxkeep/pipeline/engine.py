@@ -39,6 +39,7 @@ from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import store_safety
 from ctxkeep.sources import SOURCES
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.readers.sidecar import captured_without
 from ctxkeep.transforms import drift, tokens
 from ctxkeep.transforms.normalize import normalized_rows, unique_entries
 
@@ -160,14 +161,14 @@ def extract_transform(
                 for it, b in group
                 if b.coverage is not None
             ]
-            # a purged session's rows document stays out of the vault (its tombstone)
+            # a purged session's rows document stays out of the vault (its tombstone), and
+            # so does what a shared sidecar (Kiro IDE's index) holds of it
+            purged = tombs.get("session", ())
             raws = [
-                b.raw
+                captured_without(b.raw, purged)
                 for it, b in group
                 if b.raw is not None
-                and not (
-                    b.raw.meta.get("vault_rows") and b.raw.meta.get("session") in tombs.get("session", ())
-                )
+                and not (b.raw.meta.get("vault_rows") and b.raw.meta.get("session") in purged)
             ]
             pending = start_capture(raws) if start_capture is not None else None
             if pending is not None:

@@ -64,6 +64,7 @@ from ctxkeep.pipeline import prestart, readahead
 from ctxkeep.pipeline.prestart import start_child
 from ctxkeep.pipeline.readahead import PROCESS_REKEY, PROCESS_TAIL, LateRaw, ReadItem, read_files
 from ctxkeep.sources.contract import RawCapture, SourceFile, Watermark
+from ctxkeep.sources.readers.sidecar import SHARED
 
 #: the messages on the pipe: a chunk of items; the end; an exception; (``--seal-late``)
 #: the number of sealed captures to come, once every item is sent; those captures
@@ -651,7 +652,9 @@ def _main() -> None:
                 items.append(item)
             else:
                 kept = dataclasses.replace(batch, entries=[])
-                if late and batch.raw is not None:
+                # (a shared sidecar's bytes go with their batch: the ingest process takes
+                # out what they hold of tombstoned sessions, ``sidecar.captured_without``)
+                if late and batch.raw is not None and not batch.raw.meta.get(SHARED):
                     held.append(batch.raw)
                     # a stand-in the ingest resolves (``readahead.sealed_raws``) before the vault sees it
                     kept.raw = LateRaw(batch.raw.meta, len(held) - 1)  # type: ignore[assignment]

@@ -206,7 +206,9 @@ def overview(
         fparams,
     )
     totals = r["totals"].row(0, named=True)
-    colour = alt.Color("agent:N", scale=st.colour)
+    # the legend lists the agents the charts draw, each in its store-wide colour (the
+    # store's every agent listed aider, copilot-cli, specstory with no usage: newuser23 F12)
+    colour = alt.Color("agent:N", scale=st.colour_of(r["days"]))
     if not totals["responses"]:
         view = mo.md(
             "*No API usage matches these filters.*"
@@ -262,18 +264,23 @@ def overview(
     )
     # the distributions binned here: a chart's rows stay ~30 per agent whatever the
     # store holds (marimo draws at most 20,000 rows a chart; a 2 GB store has 7,000 sessions)
+    # (each chart's legend: the agents it draws, one with sessions and no usage too)
+    lengths = histogram(sessions, "minutes", upto=0.95)
+    contexts = histogram(sessions, "largest_context_tokens")
     len_chart = (
-        alt.Chart(histogram(sessions, "minutes", upto=0.95), title="Session length (minutes; the last bar: longer)")
+        alt.Chart(lengths, title="Session length (minutes; the last bar: longer)")
         .mark_bar()
         .encode(alt.X("lo:Q", bin="binned", title="minutes"), alt.X2("hi:Q"), alt.Y("sessions:Q", title="sessions"),
-                colour, tooltip=["agent", alt.Tooltip("lo:Q", title="from"), alt.Tooltip("hi:Q", title="to"), "sessions"])
+                alt.Color("agent:N", scale=st.colour_of(lengths)),
+                tooltip=["agent", alt.Tooltip("lo:Q", title="from"), alt.Tooltip("hi:Q", title="to"), "sessions"])
         .properties(width="container", height=200)
     )  # fmt: skip
     ctx_chart = (
-        alt.Chart(histogram(sessions, "largest_context_tokens"), title="Largest context per session (tokens, logged)")
+        alt.Chart(contexts, title="Largest context per session (tokens, logged)")
         .mark_bar()
         .encode(alt.X("lo:Q", bin="binned", title="tokens"), alt.X2("hi:Q"), alt.Y("sessions:Q", title="sessions"),
-                colour, tooltip=["agent", alt.Tooltip("lo:Q", title="from"), alt.Tooltip("hi:Q", title="to"), "sessions"])
+                alt.Color("agent:N", scale=st.colour_of(contexts)),
+                tooltip=["agent", alt.Tooltip("lo:Q", title="from"), alt.Tooltip("hi:Q", title="to"), "sessions"])
         .properties(width="container", height=200)
     )  # fmt: skip
     totals["sessions"] = sessions.height

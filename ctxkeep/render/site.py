@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 
 from ctxkeep.errors import CtxkeepError, UsageError
 from ctxkeep.render import transcript as r
+from ctxkeep.schema import family_cost_notes
 from ctxkeep.service.export import record_site
 from ctxkeep.service.model import Result
 from ctxkeep.service.transcripts import (
@@ -197,6 +198,8 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
         note = f"{len(index):,} sessions; times in {req.tz}. Made by ctxkeep from its store (texts redacted)."
         if n_empty:
             note += " " + empty_note(n_empty) + "."
+        # costs: each rounded once; a session whose rows miss its total says so (left24)
+        note += "".join(f" Note: {x}." for x in family_cost_notes(index))
         render_index = r.index_html if req.fmt == "html" else r.index_markdown
         index_path = dest / f"index{ext}"
         total_bytes += _write(index_path, render_index(index, tz=req.tz, link=link, note=note))

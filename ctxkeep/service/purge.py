@@ -59,7 +59,9 @@ class PurgeResult(Shape):
         default_factory=dict,
         description="category → count (entries, sessions, contents, chunks, usage, quarantine, source_files, "
         "token_estimate, archived, coverage: ledger rows of the files removed wholly, text_bytes, vault_files, vault_bytes: stored bytes the vault's packs lose, "
-        "vault_raw_bytes: their original bytes; a dry run: source_files_gone, those of source_files no longer on disk)",
+        "vault_raw_bytes: their original bytes, vault_shared: files the folder's other sessions share (Kiro IDE's "
+        "sessions.json) kept and rewritten without what they held of the purged sessions; a dry run: "
+        "source_files_gone, those of source_files no longer on disk)",
     )
     files: list[str] | None = Field(None, description="the session files the data came from")
     tombstone: Any = Field(
@@ -132,8 +134,13 @@ class PurgeResult(Shape):
             f"{verb} {self.resolved}: {did} {r.get('entries', 0)} entries, "
             f"{r.get('sessions', 0)} sessions, {r.get('contents', 0)} texts, {r.get('chunks', 0)} "
             f"chunks, {r.get('usage', 0)} usage rows, {r.get('quarantine', 0)} quarantined lines, "
-            f"{r.get('vault_files', 0)} vault files ({r.get('vault_bytes', 0)} bytes stored); "
-            f"tombstone {self.tombstone or 'none'}"
+            f"{r.get('vault_files', 0)} vault files ({r.get('vault_bytes', 0)} bytes stored)"
+            + (
+                f", {r['vault_shared']} shared vault files rewritten without it"
+                if r.get("vault_shared")
+                else ""
+            )
+            + f"; tombstone {self.tombstone or 'none'}"
         ) + (f"; {self.kept}" if self.kept else "")
         text += f"; {self.tombstone_note}" if self.tombstone_note else ""
         text += f"; warning: {self.backups_note}" if self.backups_note else ""

@@ -252,6 +252,11 @@ class VaultRestoreResult(Result):
         description="with --all-missing: files that could not be restored (path, reason: held only from an "
         "offset, damaged, not writable), the others restored all the same (exit 1)",
     )
+    left_shared: list[str] = Field(
+        default_factory=list,
+        description="files several sessions share (Kiro IDE's sessions.json) that are on disk and were left as "
+        "they are: they list the sessions still there (--force writes the vault's)",
+    )
     interrupted: str | None = Field(
         None, description="SIGINT or SIGTERM when one stopped the run after the file in hand, else null"
     )

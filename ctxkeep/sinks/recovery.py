@@ -244,7 +244,11 @@ def _purge(conn: sqlite3.Connection, home: Path, it: Intent, recovered: bool) ->
     from ctxkeep.sinks.vault.forget import sweep
 
     kill_point("purge", "vault")
-    sweep(conn, home)
+    # a shared sidecar written again without the purged sessions (``vault.shared``):
+    # its older generations' captures leave the packs' records too (their cut)
+    from ctxkeep.sinks.vault.prune import pruned_captures
+
+    sweep(conn, home, drop=pruned_captures(conn, home) if p.get("removed", {}).get("vault_shared") else ())
     changed = any(removed.get(k) for k in ("entries", "usage", "quarantine", "archived"))
     if it.step != "recorded":
         with recorded_run(conn, "purge") as run:

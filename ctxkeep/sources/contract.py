@@ -42,7 +42,7 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
@@ -65,6 +65,7 @@ __all__ = [
     "QUARANTINE_RAW_MAX",
     "RawCapture",
     "RecordParser",
+    "SharedIndex",
     "Source",
     "SourceFile",
     "Watermark",
@@ -588,6 +589,18 @@ class ChangeTest(Protocol):
     """A source with its own test that a (non-``sqlite``) file holds nothing new."""
 
     def unchanged(self, file: SourceFile, wm: Watermark | None) -> bool: ...
+
+
+@runtime_checkable
+class SharedIndex(Protocol):
+    """A source with a sidecar its sessions share (``readers.sidecar.SHARED``: Kiro
+    IDE's ``sessions.json``) that names sessions one by one: ``shared_without(data,
+    sessions)`` is that file's bytes without what it holds of ``sessions`` (session
+    ids), ``data`` itself when it holds nothing of them or does not read. A purge
+    rewrites the vault's copy so (``sinks.vault.shared``), and an ingest captures a
+    new version so while the sessions are tombstoned."""
+
+    def shared_without(self, data: bytes, sessions: Collection[str]) -> bytes: ...
 
 
 @runtime_checkable

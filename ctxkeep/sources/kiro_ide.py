@@ -48,7 +48,8 @@ again on the next run (``state["complete"] = False``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+import json
+from collections.abc import Collection, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,35 @@ def sidecars_of(path: Path) -> list[SourceFile]:
     if path.suffix != ".json" or path.name == INDEX or path.parent.parent.name != "workspace-sessions":
         return []
     return [index_sidecar(p)] if p.is_file() else []
+
+
+def shared_without(data: bytes, sessions: Collection[str]) -> bytes:
+    """The index ``data`` (``sessions.json``: a JSON list of ``{sessionId, title,
+    dateCreated, workspaceDirectory}``) without the objects of ``sessions`` (their
+    ``sessionId``), written as it was (the same indent, or compact; a final newline
+    kept); ``data`` itself when it names none of them or is no JSON list
+    (``contract.SharedIndex``: a purge leaves no title of a purged session in the
+    vault's copy, and an ingest keeps it out of a new one)."""
+    want = set(sessions)
+    if not want:
+        return data
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return data
+    if not isinstance(doc, list):
+        return data
+    kept = [x for x in doc if not (isinstance(x, dict) and x.get("sessionId") in want)]
+    if len(kept) == len(doc):
+        return data
+    text = data.decode("utf-8", "surrogateescape")
+    lines = text.split("\n")
+    # JSON.stringify(x, null, n) puts the first object on line 2, n spaces in
+    indent = len(lines[1]) - len(lines[1].lstrip(" ")) if len(lines) > 2 else 0
+    out = json.dumps(
+        kept, ensure_ascii=False, indent=indent or None, separators=None if indent else (",", ":")
+    )
+    return (out + ("\n" if text.endswith("\n") else "")).encode("utf-8", "surrogateescape")
 
 
 def discover(ctx: DiscoveryContext) -> Discovery:

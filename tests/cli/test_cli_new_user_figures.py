@@ -99,6 +99,31 @@ def test_token_figures_of_a_plan_add_up_and_images_are_counted_apart(home_copy, 
     assert {m.group(1) for m in re.finditer(r"\d (\w+ )?tok\b", text)} == {"text ", "image "}
 
 
+def test_a_run_that_moves_an_image_out_saves_its_tokens_in_the_compression_view(home_copy, tmp_path):
+    """left24 (newuser23's store page): a compress run whose ``inline`` moved the pasted
+    image out saved 1.1 MB and showed "tokens saved" -39: the image is no text, and its
+    placeholder is. The view counts the image's tokens as saved (``image_tokens``)."""
+    import duckdb
+
+    _age(home_copy)
+    store = tmp_path / "store"
+    e = _env(home_copy, store)
+    rep = json.loads(_ok(["compress", str(home_copy / IMAGE_FILE), "--json"], e).stdout)
+    (f,) = rep["files"]
+    img = f["savings"]["inline"]["image_tokens"]
+    assert f["status"] == "compressed" and img > 1000 and f["tokens_after"] > f["tokens_before"]
+    con = duckdb.connect(str(store / "analytics.duckdb"), read_only=True)
+    try:
+        got = con.execute(
+            "SELECT bytes_saved, tokens_before, tokens_after, image_tokens, tokens_saved FROM compression"
+        ).fetchall()
+    finally:
+        con.close()
+    saved = f["tokens_before"] - f["tokens_after"] + img
+    assert got == [(f["bytes_before"] - f["bytes_after"], f["tokens_before"], f["tokens_after"], img, saved)]
+    assert 0 < saved < img
+
+
 # ---------------------------------------------------------------- (3) a garbage file is no drift
 
 

@@ -156,7 +156,12 @@ def test_a_cost_the_agent_logged_is_marked_as_report_marks_it(home):
         "crush: tokens not recorded by the agent (2 sessions: it logs each session's cost, and only "
         "its last response's tokens): not in the token totals; every mode shows the logged cost"
     )
-    assert said == f"note: {crush}", r.stderr
+    # (and claude-code's ef95, whose rows miss its total by a cent: left24's note)
+    family = (
+        "ef95 with its 1 sub-agent: $3.18 in all, as `report session` shows it (the rows, each rounded "
+        "to the cent, add up to $3.19)"
+    )
+    assert said == f"note: {crush} note: {family}", r.stderr
     r = runner.invoke(app, ["report", "session", "--home", home, "--agent", "crush"])
     assert crush in " ".join(r.stderr.split())
     # OpenCode logs a cost per response beside its tokens: marked as report marks it

@@ -44,3 +44,25 @@ def test_ef95_has_one_price_in_sessions_and_export_html(store, tmp_path):
     index = (site / "index.html").read_text()
     at = index.index(ef95["session_id"][:8])
     assert "$1.97" in index[at : at + 2000] and "$1.96" not in index[at : at + 2000]
+    # the index says what `sessions` says of the family whose rows miss its total (left24)
+    assert "ef95 with its 1 sub-agent: $3.18 in all" in index
+
+
+def test_a_family_whose_rounded_rows_miss_its_total_gets_a_note(store):
+    """left24 (N3 again): ef95's rows, each rounded once, add up to $3.19 where `report
+    session` shows the session with its sub-agent as $3.18 (the exact sum rounded once):
+    `sessions` says so under the list, and nothing for a family whose rows add up."""
+    from ctxkeep.schema import family_cost_notes
+
+    a = NS(depth=0, cost_usd=1.965285, session_id="ef95", short_id="ef95", parent_session_id=None)
+    b = NS(depth=1, cost_usd=1.21920325, session_id="s1", short_id="ef95/s1", parent_session_id="ef95")
+    c = NS(depth=0, cost_usd=0.5, session_id="0d3a", short_id="0d3a", parent_session_id=None)
+    assert family_cost_notes([a, b, c]) == [
+        "ef95 with its 1 sub-agent: $3.18 in all, as `report session` shows it "
+        "(the rows, each rounded to the cent, add up to $3.19)"
+    ]
+    assert family_cost_notes([a, NS(**{**b.__dict__, "cost_usd": 1.2}), c]) == []  # $3.17 both ways
+    r = CliRunner().invoke(app, ["sessions", "--all", "--home", str(store)], env={"COLUMNS": "200"})
+    notes = [x.strip() for x in " ".join(r.stderr.split()).split("note: ") if x.startswith("ef95 with")]
+    assert notes == ["ef95 with its 1 sub-agent: $3.18 in all, as `report session` shows it (the rows, "
+                     "each rounded to the cent, add up to $3.19)"], r.stderr  # fmt: skip

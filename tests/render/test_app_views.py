@@ -234,3 +234,42 @@ def test_a_store_that_cannot_be_read_stops_the_view_with_one_message(tmp_path):
     assert or_stop(str(tmp_path), lambda: 42) == 42
     with pytest.raises(ZeroDivisionError):
         or_stop(str(tmp_path), lambda: 1 / 0)
+
+
+def test_the_overview_legends_list_only_the_agents_each_chart_draws(corpus_store):
+    """newuser23 F12 (the app's Overview, left24): every chart's legend listed the
+    store's 9 agents, aider, copilot-cli and specstory among them, which have no usage.
+    Each chart's colour domain is now the agents of its own rows (usage charts: the 6
+    with usage; session length: every agent with a session), in the store-wide colours."""
+    import datetime as dt
+    import re
+
+    import duckdb
+    import polars as pl
+
+    from ctxkeep.render import app_views as views
+    from ctxkeep.render.nbkit import PALETTE, Store
+
+    home, _ = corpus_store
+    st = Store(str(home), "UTC", "", "")
+    con = duckdb.connect(str(home / "analytics.duckdb"), read_only=True)
+    try:
+        facts = con.sql(views.SESSION_FACTS_SQL).pl()
+        used = sorted(a for (a,) in con.sql("SELECT DISTINCT agent FROM usage").fetchall())
+    finally:
+        con.close()
+    f = {"tz": "UTC", "lo": dt.date(2000, 1, 1), "hi": dt.date(2100, 1, 1), "agents": [], "project": None}
+    f["all_days"] = True
+    kept = views.kept_sessions(facts.with_columns(pl.col("started").dt.replace_time_zone(None)), f)
+    view, _ = views.overview(st, f, views.filter_sql, kept)
+    spec = view.text.replace("&#92;&quot;", '"').replace("&#92;n", "\n")
+    scales = re.findall(r'"domain": \[([^\]]*)\],\s*"range": \[([^\]]*)\]', spec)
+    got = [(re.findall(r'"([^"]+)"', d), re.findall(r'"([^"]+)"', r)) for d, r in scales]
+    assert len(got) == 6, got  # tokens, cost, per project, blocks, session length, context
+    every = sorted(st.agents)
+    assert {"aider", "copilot-cli", "specstory"} <= set(every) - set(used)
+    domains = [d for d, _ in got]
+    assert domains[:4] == [used] * 4 and domains[4] == sorted(kept["agent"].unique().to_list())
+    assert all(set(d) <= set(every) for d in domains)
+    for d, r in got:  # each agent in its store-wide colour
+        assert r == [PALETTE[every.index(a) % len(PALETTE)] for a in d]

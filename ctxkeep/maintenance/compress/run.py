@@ -121,7 +121,8 @@ class FileCheck:
 
 
 #: the per-file figures a compress run records in ``runs.detail["files_detail"]`` (read
-#: by the DuckDB ``compression`` view)
+#: by the DuckDB ``compression`` view), with ``image_tokens`` (``inline``'s images and
+#: documents moved out: not in the text tokens, whose placeholders add some)
 _FILE_FIGURES = ("path", "agent", "status", "bytes_before", "bytes_after", "tokens_before", "tokens_after")
 
 
@@ -1170,7 +1171,13 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
                     "bytes": summary["bytes_before"] - summary["bytes_after"],
                     **{k: v for k, v in summary.items() if k != "files"},
                     "paths": [x.path for x in done],
-                    "files_detail": [{k: getattr(x, k) for k in _FILE_FIGURES} for x in done],
+                    "files_detail": [
+                        {
+                            **{k: getattr(x, k) for k in _FILE_FIGURES},
+                            "image_tokens": (x.savings.get("inline") or {}).get("image_tokens", 0),
+                        }
+                        for x in done
+                    ],
                 }
     finally:
         # the run record is final: DuckDB now gets the files' changes and the run's

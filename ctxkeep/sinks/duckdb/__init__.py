@@ -96,7 +96,9 @@ DDL = [
     "messages BIGINT, tool_calls BIGINT, token_estimate HUGEINT)",
     "CREATE TABLE IF NOT EXISTS compress_files(run_id BIGINT, started_at TIMESTAMPTZ, "
     "finished_at TIMESTAMPTZ, status VARCHAR, path VARCHAR, agent VARCHAR, bytes_before BIGINT, "
-    "bytes_after BIGINT, tokens_before BIGINT, tokens_after BIGINT)",
+    "bytes_after BIGINT, tokens_before BIGINT, tokens_after BIGINT, image_tokens BIGINT)",
+    # (a file made before it: ``image_tokens``, the images ``inline`` moved out of the file)
+    "ALTER TABLE compress_files ADD COLUMN IF NOT EXISTS image_tokens BIGINT",
 ]
 #: tables dropped when the file's model is older than ``MODEL_VERSION`` (``usage`` had
 #: no key and no cost before version 2, no cache-write split before 3)
@@ -994,8 +996,9 @@ def _sync_texts(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection)
 def _sync_compress(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection) -> None:
     """Refill ``compress_files`` from SQLite ``runs`` (flow ``compress``; a few rows):
     one row per file of ``detail.files_detail`` (path, agent, status, bytes and tokens
-    before/after), or, for a run recorded without it, one row with the run's totals
-    (path and agent NULL)."""
+    before/after, ``image_tokens``: what ``inline`` moved out, not in the text tokens;
+    a one-file run recorded without it: the run's), or, for a run recorded without
+    it, one row with the run's totals (path and agent NULL)."""
 
     rows = []
     for run_id, started, finished, status, detail in sqlite_conn.execute(
@@ -1012,9 +1015,20 @@ def _sync_compress(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnecti
                 {
                     "path": None,
                     "agent": None,
-                    **{k: d.get(k) for k in ("bytes_before", "bytes_after", "tokens_before", "tokens_after")},
+                    **{
+                        k: d.get(k)
+                        for k in (
+                            "bytes_before",
+                            "bytes_after",
+                            "tokens_before",
+                            "tokens_after",
+                            "image_tokens",
+                        )
+                    },
                 }
             ]
+        elif len(files) == 1 and "image_tokens" not in files[0]:  # (recorded before per-file figures)
+            files = [dict(files[0], image_tokens=d.get("image_tokens"))]
         for f in files:
             rows.append(
                 (
@@ -1028,6 +1042,7 @@ def _sync_compress(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnecti
                     f.get("bytes_after"),
                     f.get("tokens_before"),
                     f.get("tokens_after"),
+                    f.get("image_tokens"),
                 )
             )
     names = [
@@ -1041,8 +1056,9 @@ def _sync_compress(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnecti
         "bytes_after",
         "tokens_before",
         "tokens_after",
+        "image_tokens",
     ]
-    ints = {"run_id", "bytes_before", "bytes_after", "tokens_before", "tokens_after"}
+    ints = {"run_id", "bytes_before", "bytes_after", "tokens_before", "tokens_after", "image_tokens"}
     tbl = pa.table(
         {
             n: pa.array([r[i] for r in rows], pa.int64() if n in ints else pa.string())
@@ -1053,9 +1069,10 @@ def _sync_compress(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnecti
     con.execute("BEGIN")
     con.execute("DELETE FROM compress_files")
     con.execute(
-        "INSERT INTO compress_files SELECT run_id, CAST(started_at AS TIMESTAMPTZ), "
+        "INSERT INTO compress_files(run_id, started_at, finished_at, status, path, agent, bytes_before, "
+        "bytes_after, tokens_before, tokens_after, image_tokens) SELECT run_id, CAST(started_at AS TIMESTAMPTZ), "
         "CAST(finished_at AS TIMESTAMPTZ), status, path, agent, bytes_before, bytes_after, "
-        "tokens_before, tokens_after FROM _compress"
+        "tokens_before, tokens_after, image_tokens FROM _compress"
     )
     con.execute("COMMIT")
     con.unregister("_compress")

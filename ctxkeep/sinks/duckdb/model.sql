@@ -157,5 +157,8 @@ LEFT JOIN a USING (agent, session_id)
 CREATE OR REPLACE VIEW compression AS
 SELECT run_id, started_at, finished_at, status, path, agent,
        bytes_before, bytes_after, bytes_before - bytes_after AS bytes_saved,
-       tokens_before, tokens_after, tokens_before - tokens_after AS tokens_saved
+       tokens_before, tokens_after, image_tokens,
+       -- the text's tokens and the images and documents `inline` moved out of the file
+       -- (an image is no text: its placeholder alone made a run save -39 tokens)
+       tokens_before - tokens_after + coalesce(image_tokens, 0) AS tokens_saved
 FROM compress_files

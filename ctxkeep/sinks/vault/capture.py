@@ -50,6 +50,7 @@ from ctxkeep.sinks.vault import recipe
 from ctxkeep.sinks.vault.packs import PackBuilder, compress, write_pack
 from ctxkeep.sinks.vault.rows_capture import BaseMissing, resolve_delta, seal_rows
 from ctxkeep.sources.contract import RawCapture
+from ctxkeep.sources.readers.sidecar import SHARED
 from ctxkeep.timeutil import format_utc, now_iso
 from ctxkeep.transforms import escapes, wrapped_tokens
 
@@ -726,7 +727,11 @@ def seal(raw: RawCapture, rows: bool = False) -> RawCapture:
     spare their redaction there): the reader started with a first ingest's command
     (``pipeline.prestart``), where the rows documents (Crush's, OpenCode's databases,
     ~0.12 CPU s on the corpus) came last and were sealed after every other transform
-    (issue 26). One that ``seal_rows`` refuses is left as it is."""
+    (issue 26). One that ``seal_rows`` refuses is left as it is. So is a sidecar
+    several sessions share (``readers.sidecar.SHARED``, a few KB): the ingest process
+    takes out what it holds of tombstoned sessions first (``sidecar.captured_without``)."""
+    if raw.meta.get(SHARED):
+        return raw
     if raw.meta.get("vault_rows"):
         if not rows or raw.meta.get("rows_base") is not None:
             return raw

@@ -39,7 +39,15 @@ import os
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, FileMode, SourceFile, Watermark
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    FileMode,
+    RawCapture,
+    SourceFile,
+    Watermark,
+)
 from ctxkeep.sources.coverage import Tally
 
 #: the meta key naming a sidecar's kind (``subagent-meta``, ``workflow-meta``,
@@ -71,6 +79,34 @@ def belongs(meta: Mapping, paths: Collection[str]) -> bool:
     if of in paths:
         return True
     return bool(meta.get(SHARED)) and any(os.path.dirname(p) == of for p in paths)
+
+
+def without_sessions(agent: str, data: bytes, sessions: Collection[str]) -> bytes:
+    """A shared sidecar's bytes ``data`` (``SHARED``, of ``agent``) without what it
+    holds of ``sessions`` (session ids): its source's ``shared_without``
+    (``contract.SharedIndex``); ``data`` itself when the source has none or
+    ``sessions`` is empty."""
+    if not sessions:
+        return data
+    from ctxkeep.sources import SOURCES
+
+    fn = getattr(SOURCES.get(agent), "shared_without", None)
+    return data if fn is None else fn(data, sessions)
+
+
+def captured_without(raw: RawCapture, sessions: Collection[str]) -> RawCapture:
+    """``raw`` (a capture for the vault) without what a shared sidecar holds of the
+    tombstoned ``sessions`` (``without_sessions``: a purged Kiro IDE session's title
+    stays out of a new version of its folder's index); ``raw`` itself for any other
+    file or when nothing changes. Redacted again by the vault (``redacted`` dropped)."""
+    if not isinstance(raw, RawCapture) or not raw.meta.get(SHARED) or not sessions or raw.sealed is not None:
+        return raw  # (a reader process's stand-in, ``LateRaw``, is never a shared sidecar's)
+    data = without_sessions(raw.agent, raw.data, sessions)
+    if data == raw.data:
+        return raw
+    import dataclasses
+
+    return dataclasses.replace(raw, data=data, redacted=None)
 
 
 def meta(kind: str, of: object, **more: object) -> dict:
@@ -153,8 +189,10 @@ __all__ = [
     "add_all",
     "belongs",
     "beside",
+    "captured_without",
     "is_sidecar",
     "meta",
     "read_sidecar",
     "reading",
+    "without_sessions",
 ]
