@@ -298,7 +298,7 @@ def _vault_held(conn, paths: list[str] | None = None) -> tuple[set[str], set[str
         return None
     try:
         if paths is not None:
-            held = set()
+            held: set[str] = set()
             for part in in_parts(paths):
                 q = f"SELECT path FROM vault_files WHERE path IN ({','.join('?' * len(part))})"
                 held.update(r[0] for r in conn.execute(q, part))

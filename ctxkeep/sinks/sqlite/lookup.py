@@ -129,7 +129,7 @@ def watermark_facts(conn: sqlite3.Connection, paths: list[str] | None = None) ->
     )
     if paths is None:
         return {r[0]: r for r in conn.execute(sql)}
-    out = {}
+    out: dict[str, tuple] = {}
     for part in in_parts(list(paths)):  # (paths are not JSON-safe: ``params.json_list``)
         out.update(
             (r[0], r) for r in conn.execute(f"{sql} WHERE path IN ({','.join('?' * len(part))})", part)
