@@ -12,6 +12,7 @@ from ctxkeep import config as cfgmod
 from ctxkeep.errors import ConfigError
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite import delete as delete_store
+from ctxkeep.sinks.sqlite.params import in_parts
 from ctxkeep.sources import (
     SOURCES,
     discover_all,
@@ -65,6 +66,13 @@ class Plan:
         """New raw bytes to read (``pending_bytes(todo)``), for a progress bar."""
         return pending_bytes(self.todo)
 
+
+#: a plan of at most this many files (``ingest --path FILE``: the hook path; a small
+#: backfill) reads the watermarks' stat facts and the vault's manifest rows of its own
+#: files only, by primary key, not the whole store's: at 12 GB (25,728 watermarks and
+#: vault files) those two reads were ~55 ms of CPU per plan, and the hook path plans
+#: twice (the service's read-only plan, the engine's under the lock; session 24)
+FEW_FILES = 256
 
 #: new raw bytes of one part at most (a part of one file may hold more): the unit a
 #: Prefect task extracts and transforms, and holds in memory until the writer takes it
@@ -156,13 +164,19 @@ def plan(
             extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES},
         )
         files = [f for d in discoveries for f in d.files]
-    facts, stateful = _watermarks(conn, files)
+    # a few files (``--path``: the hook path) are looked up by path, not the whole store's
+    few = [str(f.path) for f in files] if len(files) <= FEW_FILES else None
+    facts, stateful = _watermarks(conn, files, few)
     # wholly purged files: nothing of them may come back, so they are not read
     purged = delete_store.purged_files(conn) if conn is not None else set()
     # files the vault does not hold yet (a store from before the vault) are read once
     # from byte 0, so the vault takes in what the agent still keeps; dedup keeps the
     # store as it was
-    vaulted = _vault_held(conn) if facts else None
+    vaulted = (
+        _vault_held(conn, few if few is not None and not any(f.mode == "sqlite" for f in files) else None)
+        if facts
+        else None
+    )
     problems += reparse_due(conn)
     # the stat discovery took of each file it found (moments ago): no second and
     # third stat per file (``exists``, the test's own) over 25,727 files
@@ -268,10 +282,13 @@ def reparse_due(conn) -> list[str]:
     ]
 
 
-def _vault_held(conn) -> tuple[set[str], set[str]] | None:
+def _vault_held(conn, paths: list[str] | None = None) -> tuple[set[str], set[str]] | None:
     """What the vault's manifest (``vault_files``) holds, when the vault is on: (the
     paths of the files it holds, the databases whose sessions' rows it holds); None
-    when it is off (``[vault] enabled = false``), or for a store before v11."""
+    when it is off (``[vault] enabled = false``), or for a store before v11. With
+    ``paths`` (a plan of a few files, none a database): which of those it holds, and no
+    databases (``_unvaulted_file`` asks only about the plan's own files, and about
+    databases only for a ``sqlite`` file)."""
     from ctxkeep.sinks import vault
 
     if conn is None or not vault.enabled():
@@ -280,6 +297,12 @@ def _vault_held(conn) -> tuple[set[str], set[str]] | None:
     if home is None or not vault.configured(home):  # ``[vault] enabled = false``
         return None
     try:
+        if paths is not None:
+            held: set[str] = set()
+            for part in in_parts(paths):
+                q = f"SELECT path FROM vault_files WHERE path IN ({','.join('?' * len(part))})"
+                held.update(r[0] for r in conn.execute(q, part))
+            return held, set()
         held = {r[0] for r in conn.execute("SELECT path FROM vault_files")}
     except Exception:  # a read-only plan of a store before v11
         return None
@@ -303,8 +326,11 @@ def _rows_vaulted(agent: str) -> bool:
     return bool(getattr(getattr(src, "read", None), "vault_tables", ()))
 
 
-def _watermarks(conn, files: list[SourceFile]) -> tuple[dict[str, tuple], dict[str, Watermark]]:
-    """What the plan tests ``files`` against: every watermark's stat facts
+def _watermarks(
+    conn, files: list[SourceFile], few: list[str] | None = None
+) -> tuple[dict[str, tuple], dict[str, Watermark]]:
+    """What the plan tests ``files`` against: every watermark's stat facts, or with
+    ``few`` (the files' paths, a plan of at most ``FEW_FILES``) those paths' only
     (``sinks.sqlite.watermark_facts``: rows, no objects) and the whole watermarks of
     the files whose test reads their ``state`` (``sqlite`` mode, a source with its own
     ``ChangeTest``); the files read get their whole watermark afterwards. A Claude
@@ -313,7 +339,7 @@ def _watermarks(conn, files: list[SourceFile]) -> tuple[dict[str, tuple], dict[s
     if conn is None:
         return {}, {}
     stateful = [str(f.path) for f in files if needs_state(f)]
-    return sqlite_store.watermark_facts(conn), sqlite_store.load_watermarks(
+    return sqlite_store.watermark_facts(conn, few), sqlite_store.load_watermarks(
         conn, stateful
     ) if stateful else {}
 

@@ -237,17 +237,20 @@ def _todo_meta(p: Path, transcript: Path) -> dict:
     return sidecar.meta(TODO_KIND, transcript, session=sid, todo_agent=agent)
 
 
-def _todos(d: Discovery, root: Path, sessions: dict[str, Path]) -> None:
+def _todos(d: Discovery, root: Path, transcripts: list[Path]) -> None:
     """Add the todo lists (``TODOS``) under config dir ``root`` whose session's
-    transcript discovery found (``sessions``: session id → ``<session>.jsonl``); a list
-    whose transcript is not there is not taken (it would be tied to no session). The
-    folder is searched (an agent folder: ``sources.confine`` refuses a list that is a
-    symlink out of it). One ``scandir``, names split as text, a ``Path`` made only for
-    a list taken. Discovery of the 2 GB tree's 2,729 transcripts with 4,244 lists
-    beside them (two per session, 500 of sessions gone), CPU per call, mean of 20,
-    A/B alternating at load 30-40 on 2 cores: base (no lists) 38-46 ms; ``glob`` and a
-    ``Path`` per name 144-148 ms; this 116-123 ms, ~18 µs a list taken (its ``lstat``
-    and confinement), what a transcript costs."""
+    transcript discovery found (``transcripts``: the sessions' ``<session>.jsonl``, in
+    discovery order; the first of a session id is its own); a list whose transcript is
+    not there is not taken (it would be tied to no session). The folder is searched (an
+    agent folder: ``sources.confine`` refuses a list that is a symlink out of it). One
+    ``scandir``, names split as text, a ``Path`` made only for a list taken; the
+    session ids are read off the transcripts' names only when the folder holds a list
+    (the 12 GB tree has none: its ~10,600 transcripts' ``Path.stem`` and dict entries
+    cost ~5 ms of a no-op ingest's plan, session 24). Discovery of the 2 GB tree's
+    2,729 transcripts with 4,244 lists beside them (two per session, 500 of sessions
+    gone), CPU per call, mean of 20, A/B alternating at load 30-40 on 2 cores: base (no
+    lists) 38-46 ms; ``glob`` and a ``Path`` per name 144-148 ms; this 116-123 ms, ~18
+    µs a list taken (its ``lstat`` and confinement), what a transcript costs."""
     folder = root / TODOS
     try:
         with os.scandir(folder) as it:
@@ -255,6 +258,12 @@ def _todos(d: Discovery, root: Path, sessions: dict[str, Path]) -> None:
     except OSError:
         return
     d.searched.append(folder)
+    if not names:
+        return
+    sessions: dict[str, Path] = {}  # session id -> its transcript (the first found)
+    for p in transcripts:
+        n = p.name  # "<session>.jsonl" (``Path.stem`` without its cost)
+        sessions.setdefault(n[: -len(".jsonl")] if len(n) > len(".jsonl") else n, p)
     for name in names:
         sid, sep, agent = name[: -len(".json")].partition(_TODO_SEP)
         owner = sessions.get(sid) if sep else None
@@ -355,16 +364,16 @@ def discover(ctx: DiscoveryContext) -> Discovery:
         if proj.is_dir():
             project_dirs.append(proj)
     for proj in project_dirs:
-        sessions: dict[str, Path] = {}
+        transcripts: list[Path] = []  # the sessions' own (not sub-agents'), for ``_todos``
         for p in sorted_paths(proj.glob("*/*.jsonl")):
             meta = {}
             if p.name.startswith("agent-"):
                 meta["subagent"] = p.stem[len("agent-") :]
             else:
-                sessions.setdefault(p.stem, p)
+                transcripts.append(p)
             d.add(p, MODE, meta)
         if proj.name == "projects":
-            _todos(d, proj.parent, sessions)
+            _todos(d, proj.parent, transcripts)
         for p in sorted_paths(proj.glob("*/*/subagents/agent-*.jsonl")):
             d.add(p, MODE, {"subagent": p.stem[len("agent-") :], "parent_session": p.parent.parent.name})
         for p in sorted_paths(proj.glob("*/*/subagents/workflows/*/agent-*.jsonl")):

@@ -78,6 +78,47 @@ def test_claude_config_dir_replaces_default(corpus_ctx, tmp_path):
     assert d.reason == "projects dir holds no *.jsonl session files"
 
 
+def test_todo_lists_are_taken_by_their_sessions_transcript(tmp_path):
+    """``todos/<session>-agent-<agent>.json`` goes with the first transcript of that
+    session id discovery found (a sub-agent's transcript names no session); a list of
+    no transcript, a name without ``-agent-`` and a file that is not JSON are not taken;
+    a ``todos`` folder without lists is searched and adds nothing (the session map is
+    then never built, session 24)."""
+    from ctxkeep.sources.contract import DiscoveryContext
+
+    cfg = tmp_path / "cfg"
+    sid, other = "5b0c7a5e-0000-4000-8000-000000000001", "5b0c7a5e-0000-4000-8000-000000000002"
+    files = [
+        f"projects/-a/{sid}.jsonl",
+        f"projects/-b/{sid}.jsonl",  # the same session id in a later project: not its owner
+        f"projects/-a/{other}.jsonl",
+        "projects/-a/agent-a1.jsonl",
+        f"todos/{sid}-agent-{sid}.json",
+        f"todos/{sid}-agent-a1.json",
+        f"todos/{other}-agent-{other}.json",
+        "todos/agent-a1-agent-a1.json",  # a sub-agent's transcript is no session
+        "todos/9e9e9e9e-0000-4000-8000-000000000009-agent-x.json",  # no transcript
+        "todos/notes.json",
+        f"todos/{sid}-agent-{sid}.txt",
+    ]
+    for rel in files:
+        (cfg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (cfg / rel).write_text("[]" if rel.endswith(".json") else "{}\n")
+    d = claude_code.discover(DiscoveryContext(home=tmp_path, env={"CLAUDE_CONFIG_DIR": str(cfg)}))
+    todos = {f.path.name: f.meta for f in d.files if f.meta.get("sidecar") == "todos"}
+    assert {n: (m["sidecar_of"], m["session"], m["todo_agent"]) for n, m in todos.items()} == {
+        f"{sid}-agent-{sid}.json": (str(cfg / files[0]), sid, sid),
+        f"{sid}-agent-a1.json": (str(cfg / files[0]), sid, "a1"),
+        f"{other}-agent-{other}.json": (str(cfg / files[2]), other, other),
+    }
+    assert cfg / "todos" in d.searched
+    for rel in files[4:]:
+        (cfg / rel).unlink()
+    d = claude_code.discover(DiscoveryContext(home=tmp_path, env={"CLAUDE_CONFIG_DIR": str(cfg)}))
+    assert cfg / "todos" in d.searched
+    assert sorted(str(f.path.relative_to(cfg)) for f in d.files) == sorted(files[:4])
+
+
 def test_records_and_kinds_per_file():
     # (lines, entries per kind) from the real files; every line gives >= 1 entry
     expected = {
