@@ -84,7 +84,9 @@ def big_home(mb: int) -> Path:
                 break
     first = home / ".claude" / "projects" / "-tmp-first" / "first.jsonl"
     first.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(CORPUS / "home" / ".claude" / "projects" / "-fixtures-agent-sessions" / "small.jsonl", first)
+    shutil.copyfile(
+        CORPUS / "home" / ".claude" / "projects" / "-fixtures-agent-sessions" / "small.jsonl", first
+    )
     return home
 
 
@@ -177,8 +179,8 @@ def bits(rows: list[dict[str, str]], sig: int) -> str:
     ign = any(int(r.get("SigIgn", "0"), 16) & bit for r in rows)
     cgt = any(int(r.get("SigCgt", "0"), 16) & bit for r in rows)
     names = sorted({r.get("Name", "?") for r in blk})
-    return (
-        f"B{len(blk)}/{n} P{pnd} S{int(shd)} I{int(ign)} C{int(cgt)}" + (f" blocked in {names}" if names else "")
+    return f"B{len(blk)}/{n} P{pnd} S{int(shd)} I{int(ign)} C{int(cgt)}" + (
+        f" blocked in {names}" if names else ""
     )
 
 
@@ -216,7 +218,10 @@ def trial(
 ) -> dict:
     store = fresh(base, f"t-{os.getpid()}")
     stop = threading.Event()
-    pool = [threading.Thread(target=readers_loop, args=(store, home, stop, k), daemon=True) for k in range(readers)]
+    pool = [
+        threading.Thread(target=readers_loop, args=(store, home, stop, k), daemon=True)
+        for k in range(readers)
+    ]
     for t in pool:
         t.start()
     env = _env(home, store)
@@ -261,7 +266,9 @@ def trial(
         lines = [x for x in lines if not x.startswith("CTRLC-SENT")]
     said = any(x.startswith(f"{name}: stopping") for x in lines)
     n, w, ok = entries(store) if (store / "store.db").exists() else (0, 0, "no store.db")
-    again = subprocess.run(_ctxkeep("ingest", "--no-progress"), env=env, capture_output=True, text=True, check=False)
+    again = subprocess.run(
+        _ctxkeep("ingest", "--no-progress"), env=env, capture_output=True, text=True, check=False
+    )
     n2, _, ok2 = entries(store)
     row = {
         "at": at,
@@ -333,10 +340,14 @@ def main() -> None:
     # the reference: a run never stopped
     ref_store = fresh(base, "ref")
     t0 = time.monotonic()
-    r = subprocess.run(_ctxkeep("ingest", "--no-progress"), env=_env(home, ref_store), capture_output=True, text=True)
+    r = subprocess.run(
+        _ctxkeep("ingest", "--no-progress"), env=_env(home, ref_store), capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
     ref, _, _ = entries(ref_store)
-    print(f"# reference: {ref:,} entries in {time.monotonic() - t0:.1f} s; load {os.getloadavg()}", flush=True)
+    print(
+        f"# reference: {ref:,} entries in {time.monotonic() - t0:.1f} s; load {os.getloadavg()}", flush=True
+    )
     shutil.rmtree(ref_store, ignore_errors=True)
     for _ in range(a.repeat):
         for start, sig, readers, at in itertools.product(

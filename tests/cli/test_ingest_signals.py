@@ -20,6 +20,7 @@ import sys
 import textwrap
 
 import pytest
+
 from conftest import CORPUS_HOME
 
 #: the command under a patch that sends ``SIG`` to itself after the 3rd file's watermark
@@ -141,8 +142,10 @@ def test_a_ctrl_c_while_a_reader_process_starts_is_answered(tmp_path, trial):
     """SIGINT sent from inside ``prestart.start_child``, where the read-ahead thread that
     starts the reader blocks SIGINT for the ``Popen`` (a big ingest's reader:
     ``CTXKEEP_READ_PROCESS_MB=0`` makes the corpus one): another thread takes it, the
-    line comes, the run stops with 130. (This passes on main too: the window's mask is
-    its thread's alone and restored at once; the trials found no thread that kept it.)"""
+    line comes, the run stops with 130, started from a terminal (``fg``) or by a
+    script's ``cmd &`` (``bg``). On main f4174273 the ``fg`` trials passed too (the
+    window's mask is its thread's alone and restored at once; the trials found no
+    thread that kept it) and the ``bg`` ones failed (exit 0)."""
     r, store = _run(
         tmp_path,
         "bg" if trial % 2 else "fg",
@@ -194,5 +197,7 @@ def test_a_said_stop_that_was_swallowed_still_stops_the_block_at_its_end(how):
         check=False,
         preexec_fn=_start(how),
     )
-    assert r.stderr.splitlines() == ["SIGINT: stopping", "the block went on", "stopped at its end: 130"], r.stderr
+    assert r.stderr.splitlines() == ["SIGINT: stopping", "the block went on", "stopped at its end: 130"], (
+        r.stderr
+    )
     assert r.returncode == 130
