@@ -608,32 +608,69 @@ def stopped_with(line: str, code: int = 130) -> NoReturn:
     raise typer.Exit(code)
 
 
+class Caught:
+    """The signal a ``said_at_once`` block stopped on: ``signal``, its number (None: none
+    came); ``exit_code``, 128 + it (130 for SIGINT, 143 for SIGTERM; 130 without one,
+    a KeyboardInterrupt that came some other way)."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signal if self.signal else 130
+
+
 @contextmanager
-def said_at_once(line: str) -> Iterator[None]:
-    """Within the block, the first SIGINT (Ctrl-C) writes ``line`` to stderr at once,
-    then stops the block as Python's own handler does (KeyboardInterrupt); a second is
-    Python's own. "At once": Python runs a signal handler only between bytecodes of the
-    main thread, which an ingest keeps in SQLite or Polars for seconds (newuser19 F6:
-    5-22 s of silence before an interrupted ingest's last line), so the line is written
-    by a thread woken by the signal's byte on ``signal.set_wakeup_fd``'s pipe (written
-    by the C handler itself). Unchanged where SIGINT is not Python's handler (ignored:
-    a script's ``cmd &``) or off the main thread."""
+def said_at_once(what: str, term: bool = False, caught: Caught | None = None) -> Iterator[Caught]:
+    """Within the block, the first SIGINT (Ctrl-C), or with ``term`` SIGTERM (``kill``,
+    ``timeout``), writes ``NAME: what`` to stderr at once, then stops the block as
+    Python's own SIGINT handler does (KeyboardInterrupt); a second is the signal's own
+    (SIGINT: KeyboardInterrupt; SIGTERM: the process ends). Yields a ``Caught``
+    naming the signal (``caught``, else a new one: the command's exit code). "At once": Python runs a signal
+    handler only between bytecodes of the main thread, which an ingest keeps in SQLite
+    or Polars for seconds (newuser19 F6: 5-22 s of silence before an interrupted
+    ingest's last line), so the line is written by a thread woken by the signal's byte
+    on ``signal.set_wakeup_fd``'s pipe (written by the C handler itself).
+
+    Answered however the process was started (newuser23 F3: 2 of 8 Ctrl-Cs lost, exit
+    0): a process started with SIGINT ignored (a script's ``cmd &`` in a shell without
+    job control: the shell sets SIG_IGN, the process inherits it, and Python then
+    installs no handler) gets the handler all the same, as ``compress`` does
+    (``maintenance.stopping``); the signals are unblocked in the main thread for the
+    block (a mask inherited with them blocked) and in the watching thread, so at least
+    one thread always takes them (``prestart.start_child`` blocks SIGINT in its own
+    thread while it starts a reader). A signal the watcher said that did not stop the
+    block (a KeyboardInterrupt swallowed, or one that came as the block ended) stops it
+    at its end: a command never exits 0 after saying it stops. Handlers and mask are
+    put back after the block. Unchanged off the main thread (``signal.signal`` raises
+    there) and for a signal whose handler is someone else's (a Python function, or
+    one set from C)."""
     import os
     import signal
     import threading
 
-    if threading.current_thread() is not threading.main_thread() or (
-        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
-        yield
+    caught = Caught() if caught is None else caught
+    masks = hasattr(signal, "pthread_sigmask")  # POSIX; not on Windows
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
         return
-    said = threading.Event()
+    plain = (signal.default_int_handler, signal.SIG_DFL, signal.SIG_IGN)
+    asked = [signal.SIGINT] + ([signal.SIGTERM] if term and hasattr(signal, "SIGTERM") else [])
+    ours = [s for s in asked if signal.getsignal(s) in plain]
+    if not ours:
+        yield caught
+        return
+    nums = {int(s) for s in ours}
+    lock = threading.Lock()
 
-    def say_it() -> None:
-        if not said.is_set():
-            said.set()
+    def say_it(signum: int) -> None:
+        with lock:  # once, and written before ``first`` raises
+            if caught.signal is not None:
+                return
+            caught.signal = signum
             try:
-                os.write(2, f"{line}\n".encode())
+                os.write(2, f"{signal.Signals(signum).name}: {what}\n".encode())
             except OSError:  # stderr closed: the stop still stops
                 pass
 
@@ -645,34 +682,56 @@ def said_at_once(line: str) -> Iterator[None]:
         old_fd = None  # set_blocking on 3.11): the handler says it
 
     def watch() -> None:
+        if masks:  # this thread takes them whatever the mask it was started with
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, ours)
         try:
             while got := os.read(r, 64):
-                if signal.SIGINT in got:
-                    say_it()
-                    return
+                for b in got:
+                    if b in nums:
+                        say_it(b)
+                        return
         except OSError:
             return
 
-    watcher = threading.Thread(target=watch, name="ctxkeep-sigint-word", daemon=True)
-    if old_fd is not None:
-        watcher.start()
-
-    def first(_signum, _frame) -> None:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        say_it()
+    def first(signum, _frame) -> None:
+        for s in ours:  # the second: the signal's own
+            signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
+        say_it(signum)
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, first)
-    try:
-        yield
+    old = {s: signal.getsignal(s) for s in ours}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, []) if masks else None  # as it is
+    watcher = threading.Thread(target=watch, name="ctxkeep-sigint-word", daemon=True)
+    try:  # (``first`` may raise from here on)
+        # the handlers first, then a thread may take them: a signal pending in a mask
+        # that blocked it is delivered to ``first``, not to SIG_IGN or SIG_DFL
+        for s in ours:
+            signal.signal(s, first)
+        if old_fd is not None:
+            watcher.start()
+        if masks:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, ours)
+        yield caught
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        late: KeyboardInterrupt | None = None
         if old_fd is not None:
             signal.set_wakeup_fd(old_fd)
+        for s, h in old.items():
+            try:
+                signal.signal(s, h)
+            except KeyboardInterrupt as e:  # ``signal.signal`` runs a pending handler
+                late = e  # first: ``first``, for a signal that came as the block ended
+                signal.signal(s, h)
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(w)  # the watcher reads EOF and ends
         if watcher.is_alive():
             watcher.join(1)
         os.close(r)
+        if late is not None:
+            raise late
+    if caught.signal is not None:  # said, and the block went on to its end
+        raise KeyboardInterrupt
 
 
 @contextmanager

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep.cli import (
+    Caught,
     HomeOpt,
     JsonOpt,
     _count,
@@ -124,9 +125,13 @@ def ingest(
         shows.on_plan = on_plan
         shows.on_bytes = on_bytes
     kept: list[svc.Interrupted | None] = []  # Ctrl-C stopped it: what the store kept
+    caught = Caught()  # the signal that stopped it (its exit code: 130 SIGINT, 143 SIGTERM)
+    res: svc.IngestOutcome | None = None
     try:
         require_paths(path or [])
-        with said_at_once("SIGINT: stopping the ingest (a few seconds; what it stored so far stays)"):
+        with said_at_once(
+            "stopping the ingest (a few seconds; what it stored so far stays)", term=True, caught=caught
+        ):
             res = svc.ingest(h, req, shows)
     except CtxkeepError as e:
         for prob in held_problems:
@@ -137,14 +142,17 @@ def ingest(
     finally:
         for prog, _ in bar:
             prog.stop()
-    if kept:  # it said "what was stored stays stored" after runs that stored nothing
+    late = bool(kept) and kept[0] is None and res is not None  # the stop came as the run ended
+    if kept and not late:  # it said "what was stored stays stored" after runs that stored nothing
         stop = kept[0]
         stopped_with(
             "interrupted before anything was stored; run the command again to go on"
             if stop is None or not stop.stored
             else f"interrupted: the store holds what {stop.stored:,} of {stop.todo:,} files gave so far "
-            "(in whole or in part); run the command again to go on"
+            "(in whole or in part); run the command again to go on",
+            caught.exit_code,
         )
+    assert res is not None  # the run ended (a stop before its end left above)
     nothing = bool(path) and not res.summary["files"] and bool(held_problems)
     if as_json:
         _print_json(res.as_json())
@@ -166,6 +174,8 @@ def ingest(
         _print_summary(res.summary, res.held_note)
         if res.rekey_note:
             say_dim("  " + res.rekey_note)
+    if late:  # said "stopping", so never exit 0 (newuser23 F3)
+        stopped_with("interrupted as the run ended: it had stored what the summary says", caught.exit_code)
 
 
 def _ingest_dry_run(h: Path, req, as_json: bool) -> None:

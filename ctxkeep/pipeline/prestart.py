@@ -117,12 +117,16 @@ def start_child(
     except (AttributeError, OSError, ValueError):
         stdout = subprocess.DEVNULL
     rfd, wfd = os.pipe()
-    # SIGINT blocked from the child's first instruction (a blocked signal stays blocked
-    # across fork and exec): Ctrl-C reaches the whole process group, and a reader still
-    # importing, before its own SIG_IGN, printed a KeyboardInterrupt traceback over the
-    # ingest's output (newuser19 F6's trial). This thread's mask is restored at once: a
-    # Ctrl-C that came meanwhile is delivered here then, none is lost.
-    masked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if _MASKS else None
+    # SIGINT and SIGTERM blocked from the child's first instruction (a blocked signal
+    # stays blocked across fork and exec): Ctrl-C reaches the whole process group, and a
+    # reader still importing, before its own SIG_IGN, printed a KeyboardInterrupt
+    # traceback over the ingest's output (newuser19 F6's trial); ``timeout`` sends its
+    # SIGTERM to the whole group too, which would end a reader under the ingest's own
+    # stop. The ingest stops its readers itself. This thread's mask is restored at
+    # once: a signal that came meanwhile is taken by another thread (the ingest's main
+    # thread and ``cli.said_at_once``'s watcher never block them) or here then; none is
+    # lost, and no thread started here inherits the mask (Popen starts none).
+    masked = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD) if _MASKS else None
     try:
         proc = subprocess.Popen(
             # -P: the working directory is not put first on sys.path (Python 3.11+): run
@@ -148,6 +152,10 @@ def start_child(
 #: ``signal.pthread_sigmask`` exists (POSIX; not on Windows, where no process group
 #: gets a terminal's Ctrl-C the same way)
 _MASKS = hasattr(signal, "pthread_sigmask")
+#: the signals a reader process starts with blocked (``start_child``); it ignores them too
+#: (``reader_process``): the ingest process answers them and stops its readers
+HELD = (signal.SIGINT, signal.SIGTERM) if hasattr(signal, "SIGTERM") else (signal.SIGINT,)
+_HELD = set(HELD)
 
 
 def first_ingest_home(argv: list[str]) -> Path | None:

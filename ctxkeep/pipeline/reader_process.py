@@ -51,10 +51,12 @@ from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future
 from typing import BinaryIO
 
-if __name__ == "__main__":  # the process itself: Ctrl-C is the ingest's to report (``_main``),
-    # also while a reader started with the command (``prestart``) still imports
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from ctxkeep.pipeline.prestart import defer_metadata
+if __name__ == "__main__":  # the process itself: Ctrl-C and SIGTERM are the ingest's to
+    # report (``_main``), also while a reader started with the command (``prestart``) imports
+    from ctxkeep.pipeline.prestart import HELD, defer_metadata
+
+    for _sig in HELD:
+        signal.signal(_sig, signal.SIG_IGN)
 
     defer_metadata()  # Polars' import loads it for nothing here
 
@@ -566,9 +568,11 @@ def _main() -> None:
     """The reader process: todo from stdin, ``(kind, value)`` pickles to the pipe
     whose descriptor is ``sys.argv[1]``.
 
-    Ctrl-C reaches the whole process group: the reader ignores it and is stopped by
-    the ingest (which closes the pipe, then kills it), so only the ingest reports."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    Ctrl-C reaches the whole process group, ``timeout``'s SIGTERM too: the reader
+    ignores both and is stopped by the ingest (which closes the pipe, then kills it),
+    so only the ingest reports."""
+    for sig in prestart.HELD:
+        signal.signal(sig, signal.SIG_IGN)
     if NICE > 0:
         try:
             os.nice(NICE)

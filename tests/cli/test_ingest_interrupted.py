@@ -107,7 +107,7 @@ _BUSY = textwrap.dedent(
     from ctxkeep.cli import said_at_once
 
     con = sqlite3.connect(":memory:")
-    with said_at_once("SIGINT: stopping"):
+    with said_at_once("stopping"):
         threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
         # seconds in SQLite's C code, as an ingest's main thread is: no bytecode runs,
         # so Python's own handler waits for the query's end
