@@ -11,7 +11,7 @@ every entry holding its text, so that search filters inside the MATCH.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from collections.abc import Set as AbstractSet
 
 from ctxkeep.sinks.sqlite.ddl import CHUNK_FTS_TABLES, FTS_TABLES, set_ranks
@@ -197,7 +197,7 @@ def bulk_end(conn: sqlite3.Connection, settings: Mapping[str, int]) -> None:
 
 def settle_segments(
     conn: sqlite3.Connection,
-    skip: AbstractSet[str] | list[str] = (),
+    skip: Collection[str] = (),
     pages: int | None = None,
     tables: tuple[str, ...] = tuple(FTS_TABLES),
 ) -> int:
