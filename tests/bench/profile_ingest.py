@@ -718,7 +718,17 @@ def main() -> None:
         action="store_true",
         help="charge load_batch's SQL per statement: first vs last third of the groups",
     )
+    ap.add_argument(
+        "--fts-bulk-mib",
+        type=float,
+        help="engine.FTS_BULK_BYTES in MiB: a run above it is a bulk load (FTS5 automerge off in its "
+        "transactions, settled at the end); e.g. 1 with --store of a bigger store: the settle path",
+    )
     a = ap.parse_args()
+    if a.fts_bulk_mib is not None:
+        from ctxkeep.pipeline import engine
+
+        engine.FTS_BULK_BYTES = int(a.fts_bulk_mib * 1024 * 1024)
     if a.sql:
         os.environ[_SQL_ENV] = "1"
     if a.record:
