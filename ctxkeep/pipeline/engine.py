@@ -100,6 +100,13 @@ FIRST_BUILD_DEFER_BYTES = 32 * 1024 * 1024
 #: an ingest of at most this many new bytes into a store ``store_safety.known_good``
 #: skips ``check_integrity``'s read of every page (~3 s at 2 GB): the hook path
 INCREMENTAL_CHECK_BYTES = DEFER_ANALYTICS_BYTES
+#: an ingest of more new bytes than this is a bulk load: the writer thread turns FTS5's
+#: automerge off inside its transactions (``writer.Writer(fts_bulk=)``,
+#: ``sqlite_store.bulk_begin``) and the run's end merges what it skipped
+#: (``sqlite_store.settle_segments``, after ``merge_segments``). A transaction's worth
+#: (``writer.TXN_BYTES``, 64 MiB): a smaller run is mostly one transaction and the hook
+#: path never pays a closing merge
+FTS_BULK_BYTES = 64 * 1024 * 1024
 #: the unreadable files an ingest summary names (all are counted)
 UNREADABLE_LISTED = 10
 
@@ -369,6 +376,7 @@ def ingest_files(
     parts_ahead: int = PARTS_AHEAD,
     on_read: Callable[[], None] | None = None,
     usage_held: set[str] | None = None,
+    fts_bulk: bool = False,
 ) -> dict:
     """Read the new bytes of ``todo`` files, transform and load them: the one loop.
 
@@ -399,6 +407,9 @@ def ingest_files(
     last group is handed to the writer, before its last commits (in this thread;
     ``AnalyticsSyncer.reading_done``). ``usage_held``: a set each group adds the
     usage keys it may update in place to (``Writer``'s; ``AnalyticsSyncer.usage_held``).
+    ``fts_bulk``: FTS5's automerge off inside the writer thread's transactions
+    (``Writer``'s); the caller then merges the FTS segments at the end
+    (``sqlite_store.settle_segments``).
 
     Returns ``writer.empty_totals()`` filled: ``{"entries_new", "quarantined",
     "bytes", "lines", "files_read", "vanished", "status_changed": int, "per_agent":
@@ -413,6 +424,7 @@ def ingest_files(
         on_commit,
         thread=writer_mod.WRITER if writer is None else writer,
         usage_held=usage_held,
+        fts_bulk=fts_bulk,
     )
     parts = split_parts(todo)
     if submit is None:
@@ -573,7 +585,17 @@ def _run_locked(
             defer_analytics = _defers_analytics(conn, Path(home), p)
         if defer_analytics:
             _fill(
-                s, ingest_files(conn, p.todo, tombs, on_bytes, submit=submit, parts_ahead=parts_ahead), before
+                s,
+                ingest_files(
+                    conn,
+                    p.todo,
+                    tombs,
+                    on_bytes,
+                    submit=submit,
+                    parts_ahead=parts_ahead,
+                    fts_bulk=_bulk(p),
+                ),
+                before,
             )
             if s.entries_new or s.status_changed:
                 s.analytics = "analytics: deferred (the next report brings DuckDB current)"
@@ -588,12 +610,21 @@ def _run_locked(
         # a bigger run (one that reads every page for ``check_integrity``) merges the FTS
         # segments when they are spread (``sqlite_store.merge_segments``: once each time
         # an index grew by half; searches walk fewer segments); the hook path never does
-        if s.entries_new and p.pending_bytes > INCREMENTAL_CHECK_BYTES:
+        # (an index merged into one needs no settling); a bulk load, its FTS5 automerge
+        # off, merges the levels it left with 4 segments or more (``settle_segments``)
+        if s.entries_new and (p.pending_bytes > INCREMENTAL_CHECK_BYTES or _bulk(p)):
             with sqlite_store.write(conn):
-                sqlite_store.merge_segments(conn)
+                merged = sqlite_store.merge_segments(conn)
+                if _bulk(p):
+                    sqlite_store.settle_segments(conn, skip=merged)
     s.seconds = run.seconds
     prestart.trace("ingest", "recorded")
     return s
+
+
+def _bulk(p: Plan) -> bool:
+    """Whether the run of plan ``p`` is a bulk load (``FTS_BULK_BYTES``)."""
+    return p.pending_bytes > FTS_BULK_BYTES
 
 
 def _defers_analytics(conn, home: Path, p: Plan) -> bool:
@@ -634,6 +665,7 @@ def _ingest_synced(
             parts_ahead=parts_ahead,
             on_read=syncer.reading_done,
             usage_held=held,
+            fts_bulk=_bulk(p),
         )
     except KeyboardInterrupt:  # Ctrl-C: no closing sync (DuckDB catches up next time)
         stopped = True

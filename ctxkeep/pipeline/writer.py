@@ -274,6 +274,11 @@ class Writer:
     ``usage_held``: a set the usage keys each group may update in place are added to
     (``load_batch``'s), e.g. ``AnalyticsSyncer.usage_held``; read it after ``close``.
     Past ``USAGE_HELD_MAX`` keys it is left holding ``HELD_OVERFLOW`` alone.
+    ``fts_bulk`` (a bulk load, ``engine.FTS_BULK_BYTES``): the writer thread turns the
+    FTS tables' automerge off after each BEGIN and writes back the setting it found
+    before each COMMIT (``sqlite_store.bulk_begin``/``bulk_end``), so no committed
+    state holds the 0; the caller settles the segments at the end
+    (``sqlite_store.settle_segments``).
 
     The first error stops the thread: a failed load rolls back the open transaction
     with the groups stored in it (not accounted; the next ingest reads them again from
@@ -289,8 +294,14 @@ class Writer:
         on_commit: Callable[..., None] | None = None,
         thread: bool = True,
         usage_held: set[str] | None = None,
+        fts_bulk: bool = False,
     ) -> None:
         self.tot, self.on_bytes, self.on_commit = tot, on_bytes, on_commit
+        #: a bulk load (``engine.FTS_BULK_BYTES``): FTS5's automerge off inside each of
+        #: the writer thread's transactions (``sqlite_store.bulk_begin``/``bulk_end``)
+        self.fts_bulk = fts_bulk
+        #: the FTS tables' persisted automerge, read at the first transaction of a bulk load
+        self.fts_settings: dict[str, int] | None = None
         self.usage_held = usage_held
         self.own = conn
         #: the vault's capture (None: off, or an in-memory store)
@@ -379,6 +390,14 @@ class Writer:
         if g.frames is not None and not conn.in_transaction:
             sqlite_store.begin(conn)
             self.txn_began = time.monotonic()
+            if self.fts_bulk and self.threaded:
+                try:
+                    if self.fts_settings is None:
+                        self.fts_settings = sqlite_store.automerge_settings(conn)
+                    sqlite_store.bulk_begin(conn, self.fts_settings)
+                except BaseException:
+                    self._rollback(conn)
+                    raise
         # a pack still being made (``pack_late``): its rows in a savepoint, taken back
         # alone if the pack fails (the groups before it in the transaction commit)
         late = g.frames is not None and g.vault_pending is not None
@@ -413,6 +432,8 @@ class Writer:
         groups are not stored) and raises."""
         if conn.in_transaction:
             try:
+                if self.fts_settings:  # the FTS tables' automerge back before the COMMIT
+                    sqlite_store.bulk_end(conn, self.fts_settings)
                 conn.execute("COMMIT")
             except BaseException:
                 self._rollback(conn)

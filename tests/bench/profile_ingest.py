@@ -452,6 +452,8 @@ def _instrument_ingest() -> None:
     _wrap(engine, "plan", "plan (walk, stat, watermarks)")
     _wrap(store_safety, "check_integrity", "check_integrity")
     _wrap(sqlite_store, "merge_segments", "merge_segments (FTS5 'optimize' at the run's end)")
+    if "settle_segments" in getattr(sqlite_store, "_MODULE_OF", {}):  # a checkout that has it
+        _wrap(sqlite_store, "settle_segments", "settle_segments (FTS5 'merge' after a bulk load)")
     _wrap(transform, "transform_batch", "transform_batch (dedup, contents, tokens taken)")
     _wrap(engine, "unique_entries", "unique_entries")
     _wrap(sqlite_store, "with_index_terms", "with_index_terms (symbols, vocabulary)")
@@ -558,8 +560,32 @@ def profile(
         if groups:
             _groups(t_start, t_start + wall)
         _print_sql()
+        _print_segments(store)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _print_segments(store: Path) -> None:
+    """Each FTS table's segments after the run (the shape a search walks): count, leaf
+    pages, the largest's share, and the persisted ``automerge`` (none: FTS5's default)."""
+    import sqlite3
+
+    from ctxkeep.sinks.sqlite.ddl import FTS_TABLES
+
+    c = sqlite3.connect(f"file:{store / 'store.db'}?mode=ro", uri=True)
+    try:
+        for t in FTS_TABLES:
+            leaves = [
+                r[0] for r in c.execute(f"SELECT max(pgno) n FROM {t}_idx GROUP BY segid ORDER BY n DESC")
+            ]
+            am = c.execute(f"SELECT v FROM {t}_config WHERE k='automerge'").fetchone()
+            share = leaves[0] / sum(leaves) if leaves else 0.0
+            print(
+                f"segments {t:<12} {len(leaves):>3}  leaves {sum(leaves):>8,}  largest {share:5.1%}  "
+                f"automerge {am[0] if am else 'default'}"
+            )
+    finally:
+        c.close()
 
 
 def _timeline(events: list, start: float, end: float, bins: int = 16) -> None:
@@ -692,7 +718,17 @@ def main() -> None:
         action="store_true",
         help="charge load_batch's SQL per statement: first vs last third of the groups",
     )
+    ap.add_argument(
+        "--fts-bulk-mib",
+        type=float,
+        help="engine.FTS_BULK_BYTES in MiB: a run above it is a bulk load (FTS5 automerge off in its "
+        "transactions, settled at the end); e.g. 1 with --store of a bigger store: the settle path",
+    )
     a = ap.parse_args()
+    if a.fts_bulk_mib is not None:
+        from ctxkeep.pipeline import engine
+
+        engine.FTS_BULK_BYTES = int(a.fts_bulk_mib * 1024 * 1024)
     if a.sql:
         os.environ[_SQL_ENV] = "1"
     if a.record:

@@ -108,3 +108,58 @@ def test_a_bigger_ingest_merges_spread_segments_and_the_hook_path_does_not(tmp_p
     with sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True) as c:
         n = c.execute("SELECT count(*) FROM fts_words WHERE fts_words MATCH 'quokka'").fetchone()[0]
         assert n == c.execute("SELECT count(*) FROM chunks WHERE text LIKE '%quokka%'").fetchone()[0] > 0
+
+
+# ------------------------------------------------- a bulk load: automerge off, settled
+
+
+def test_settling_a_bulk_load_leaves_fewer_than_4_segments_a_level_with_the_same_rows_and_ranks():
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    _table(conn, batches=40, rows=20)  # automerge 0: only the crisis merge (16 a level)
+    levels = fts.level_segments(conn, "t")
+    assert sum(levels) == len(fts.segment_leaves(conn, "t")) and max(levels) >= 4, levels
+    before = _ranked(conn)
+    assert all(before.values())
+    conn.execute("INSERT INTO t(t, rank) VALUES('automerge', 4)")
+    with conn:
+        assert fts.settle_segments(conn, skip={"fts_words"}, tables=("t",)) > 0
+    levels = fts.level_segments(conn, "t")
+    assert max(levels) < 4 and sum(levels) < 6, levels
+    assert _ranked(conn) == before
+    with conn:  # settled: nothing more to merge
+        assert fts.settle_segments(conn, tables=("t",)) == 0
+    with conn:
+        assert fts.settle_segments(conn, skip={"t"}, tables=("t",)) == 0
+
+
+def test_a_bulk_transaction_loads_with_automerge_off_and_commits_the_setting_it_found():
+    """12 statements of 200 rows in one transaction, a segment each (FTS5 writes its
+    pending rows at each savepoint): with automerge 4 FTS5 merges as it goes (a level-1
+    segment); inside ``bulk_begin``/``bulk_end`` it does not, and the COMMIT holds 4."""
+    shapes = []
+    for bulk in (False, True):
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        settings = fts.automerge_settings(conn, ("t", "absent"))
+        assert settings == {"t": fts.FTS5_AUTOMERGE}  # no row: FTS5's default
+        rnd = random.Random(3)
+        conn.execute("BEGIN")
+        if bulk:
+            fts.bulk_begin(conn, settings)
+            assert conn.execute("SELECT v FROM t_config WHERE k='automerge'").fetchone() == (0,)
+        for _ in range(12):
+            conn.executemany(
+                "INSERT INTO t(x) VALUES(?)",
+                [(" ".join(rnd.choice(WORDS) for _ in range(60)),) for _ in range(200)],
+            )
+            conn.execute("SAVEPOINT s")
+            conn.execute("RELEASE s")
+        if bulk:
+            fts.bulk_end(conn, settings)
+            assert conn.execute("SELECT v FROM t_config WHERE k='automerge'").fetchone() == (4,)
+        conn.execute("COMMIT")
+        shapes.append(fts.level_segments(conn, "t"))
+        assert fts.automerge_settings(conn, ("t",)) == {"t": 4}
+    plain, bulk_shape = shapes
+    assert len(plain) >= 2 and sum(plain) == 13, plain  # merged into level 1 as it went
+    assert bulk_shape == [12], bulk_shape  # a segment a statement, none merged

@@ -61,7 +61,7 @@ _EXPORTS: dict[str, str] = {
     "ctxkeep.sinks.sqlite.connection": "CACHE_KIB MIN_READ_VERSION begin check_version connect ensure_schema schema_version sibling write",
     "ctxkeep.sinks.sqlite.coverage": "coverage_ledger",
     "ctxkeep.sinks.sqlite.ddl": "DDL SCHEMA_VERSION TITLE_WEIGHT UUID_KEYED_AGENTS",
-    "ctxkeep.sinks.sqlite.fts": "merge_segments rebuild_fts_tables refresh_facets",
+    "ctxkeep.sinks.sqlite.fts": "automerge_settings bulk_begin bulk_end merge_segments rebuild_fts_tables refresh_facets settle_segments",
     "ctxkeep.sinks.sqlite.load": "load_batch with_index_terms",
     "ctxkeep.sinks.sqlite.lookup": "archived_entry_ids content_text entry_sessions existing_contents existing_entry_ids load_watermarks quarantined_hashes quarantined_redacted watermark_facts token_estimates tombstoned user_messages uuid_keyed_files",
     "ctxkeep.sinks.sqlite.media": "StoredMedia media_for put_media",

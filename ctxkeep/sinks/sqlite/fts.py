@@ -11,7 +11,7 @@ every entry holding its text, so that search filters inside the MATCH.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from collections.abc import Set as AbstractSet
 
 from ctxkeep.sinks.sqlite.ddl import CHUNK_FTS_TABLES, FTS_TABLES, set_ranks
@@ -104,6 +104,125 @@ def merge_segments(conn: sqlite3.Connection, tables: tuple[str, ...] = tuple(FTS
             conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
             merged.append(table)
     return merged
+
+
+#: FTS5's default ``automerge``: a level's segments are merged (incrementally, inside
+#: the inserts) once it holds this many; the value a table without the setting has
+FTS5_AUTOMERGE = 4
+#: ``settle_segments``: the pages (FTS5's ``pgsz``, 4,050 bytes) each FTS5 ``'merge'``
+#: step writes at most; steps repeat until one merges nothing
+SETTLE_PAGES = 2000
+
+
+def level_segments(conn: sqlite3.Connection, table: str) -> list[int]:
+    """The segments on each level of the FTS5 table ``table`` (level 0 first), read from
+    its structure record (``%_data`` rowid 10). Its layout (SQLite's fts5_index.c,
+    "structure record"): a 4-byte cookie, in newer versions the 4 bytes ``ff 00 00 01``
+    (structure V2, whose segments hold 5 more varints), then SQLite varints: levels,
+    segments, the write counter, and per level ``nMerge``, ``nSeg`` and 3 varints per
+    segment. [] for a table never written. Raises ValueError on a record it cannot read."""
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id=10").fetchone()
+    if row is None:
+        return []
+    b, i = bytes(row[0]), 4
+    per_seg = 3
+    if b[4:8] == b"\xff\x00\x00\x01":
+        i, per_seg = 8, 8
+
+    def varint() -> int:
+        nonlocal i
+        v = 0
+        for k in range(9):
+            if i >= len(b):
+                raise ValueError(f"{table}: truncated structure record")
+            c = b[i]
+            i += 1
+            if k == 8:
+                return (v << 8) | c
+            v = (v << 7) | (c & 0x7F)
+            if c < 0x80:
+                return v
+        return v
+
+    levels, _segments, _counter = varint(), varint(), varint()
+    out = []
+    for _ in range(levels):
+        _merge, n = varint(), varint()
+        for _ in range(n * per_seg):
+            varint()
+        out.append(n)
+    return out
+
+
+def automerge_settings(
+    conn: sqlite3.Connection, tables: tuple[str, ...] = tuple(FTS_TABLES)
+) -> dict[str, int]:
+    """The persisted FTS5 ``automerge`` of each table of ``tables`` the store has (its
+    ``%_config`` row, ``FTS5_AUTOMERGE`` when it has none): one indexed read a table."""
+    out = {}
+    for table in tables:
+        if _has_table(conn, table):
+            row = conn.execute(f"SELECT v FROM {table}_config WHERE k='automerge'").fetchone()
+            out[table] = FTS5_AUTOMERGE if row is None else int(row[0])
+    return out
+
+
+def bulk_begin(conn: sqlite3.Connection, settings: Mapping[str, int]) -> None:
+    """Turn FTS5's ``automerge`` off (0) on the tables of ``settings``
+    (``automerge_settings``) inside the caller's open transaction, which must end with
+    ``bulk_end`` (or roll back). Why: a bulk load's incremental merges run inside its
+    inserts on the writer thread, the ingest's critical path, and their work grows with
+    the index; with them off FTS5 still merges a level of 16 segments (its
+    ``crisismerge``), and the run's end merges the rest (``merge_segments``,
+    ``settle_segments``) in fewer, larger merges."""
+    for table, value in settings.items():
+        if value:
+            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('automerge', 0)")
+
+
+def bulk_end(conn: sqlite3.Connection, settings: Mapping[str, int]) -> None:
+    """Before the COMMIT of a transaction ``bulk_begin`` began: flush the FTS5 tables'
+    pending rows to segments (a SAVEPOINT makes FTS5 write them: SQLite 3.40 has no
+    ``'flush'`` command), still with ``automerge`` 0, then write back each table's
+    setting of ``settings``. So a committed store never holds the 0: a kill or a
+    rollback before the COMMIT drops it with the transaction's rows."""
+    if not any(settings.values()):
+        return
+    conn.execute("SAVEPOINT fts_flush")
+    conn.execute("RELEASE fts_flush")
+    for table, value in settings.items():
+        if value:
+            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('automerge', ?)", (value,))
+
+
+def settle_segments(
+    conn: sqlite3.Connection,
+    skip: Collection[str] = (),
+    pages: int | None = None,
+    tables: tuple[str, ...] = tuple(FTS_TABLES),
+) -> int:
+    """After a bulk load (``bulk_begin``), in the caller's transaction: FTS5 ``'merge'``
+    steps of ``pages`` (default ``SETTLE_PAGES``) on each table of ``tables`` (default
+    ``ddl.FTS_TABLES``) the store has but those of ``skip`` (e.g. the ones
+    ``merge_segments`` merged), until a step merges nothing. A level holding
+    ``usermerge`` (4, as FTS5's automerge) segments or more is merged into one on the
+    next level, so each level ends with fewer than 4: the shape the inserts' own merges
+    keep (a search walks each segment's doclists). Its work is the merging the bulk
+    load put off, done in fewer, wider merges (up to 16 segments at once instead of
+    4); like the automerge, it may take in an older segment that shares a level.
+    Returns the steps that merged something."""
+    pages = pages or SETTLE_PAGES
+    steps = 0
+    for table in tables:
+        if table in skip or not _has_table(conn, table):
+            continue
+        while True:
+            before = conn.total_changes
+            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('merge', ?)", (pages,))
+            if conn.total_changes - before < 2:  # FTS5's documented test of a step's work
+                break
+            steps += 1
+    return steps
 
 
 def insert_rows(conn: sqlite3.Connection, table: str, chunks: list[tuple[int, str]], terms: list[str]) -> int:
