@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future
-from contextlib import closing
+from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -426,37 +426,42 @@ def ingest_files(
         usage_held=usage_held,
         fts_bulk=fts_bulk,
     )
-    parts = split_parts(todo)
-    if submit is None:
-        seen = InFlight(lambda: w.stored) if w.threaded else None
-        groups = extract_transform(
-            conn, parts, tombs, seen=seen, group_bytes=group_bytes, start_capture=w.start_capture
-        )
-    else:
-        groups = _submitted(
-            parts,
-            tombs,
-            submit,
-            parts_ahead,
-            committed=lambda: w.stored,
-            stream=lambda p, seen: extract_transform(conn, [p], tombs, seen=seen, group_bytes=group_bytes),
-        )
-    try:
-        with closing(groups):
-            for g in groups:
-                prestart.trace("ingest", "group")
-                w.put(g)
-    except BaseException as e:  # Ctrl-C: what is not committed yet is dropped at once
-        w.close(raise_error=False, abandon=isinstance(e, KeyboardInterrupt))
-        raise
-    prestart.trace("ingest", "read")
-    try:
-        if on_read is not None:
-            on_read()
-        w.close()
-    except KeyboardInterrupt:  # while the last groups were stored: the rest dropped
-        w.close(raise_error=False, abandon=True)
-        raise
+    # this connection only reads while the writer thread stores (the dedup lookups):
+    # a small page cache (``sqlite_store.reading_cache``; the writer's is its own)
+    with sqlite_store.reading_cache(conn) if w.threaded else nullcontext():
+        parts = split_parts(todo)
+        if submit is None:
+            seen = InFlight(lambda: w.stored) if w.threaded else None
+            groups = extract_transform(
+                conn, parts, tombs, seen=seen, group_bytes=group_bytes, start_capture=w.start_capture
+            )
+        else:
+            groups = _submitted(
+                parts,
+                tombs,
+                submit,
+                parts_ahead,
+                committed=lambda: w.stored,
+                stream=lambda p, seen: extract_transform(
+                    conn, [p], tombs, seen=seen, group_bytes=group_bytes
+                ),
+            )
+        try:
+            with closing(groups):
+                for g in groups:
+                    prestart.trace("ingest", "group")
+                    w.put(g)
+        except BaseException as e:  # Ctrl-C: what is not committed yet is dropped at once
+            w.close(raise_error=False, abandon=isinstance(e, KeyboardInterrupt))
+            raise
+        prestart.trace("ingest", "read")
+        try:
+            if on_read is not None:
+                on_read()
+            w.close()
+        except KeyboardInterrupt:  # while the last groups were stored: the rest dropped
+            w.close(raise_error=False, abandon=True)
+            raise
     prestart.trace("ingest", "written")
     return tot
 

@@ -58,7 +58,7 @@ import importlib
 #: load, status, media, runs and sync modules of the writers (~15 ms CPU of a 0.2 s
 #: ``ctxkeep search``); module -> the names it gives this package, space-separated
 _EXPORTS: dict[str, str] = {
-    "ctxkeep.sinks.sqlite.connection": "CACHE_KIB MIN_READ_VERSION begin check_version connect ensure_schema schema_version sibling write",
+    "ctxkeep.sinks.sqlite.connection": "CACHE_KIB MIN_READ_VERSION begin check_version connect ensure_schema reading_cache schema_version sibling write",
     "ctxkeep.sinks.sqlite.coverage": "coverage_ledger",
     "ctxkeep.sinks.sqlite.ddl": "DDL SCHEMA_VERSION TITLE_WEIGHT UUID_KEYED_AGENTS",
     "ctxkeep.sinks.sqlite.fts": "automerge_settings bulk_begin bulk_end merge_segments rebuild_fts_tables refresh_facets settle_segments",
