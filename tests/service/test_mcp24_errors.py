@@ -32,3 +32,17 @@ def test_the_agents_a_store_holds_come_first():
     assert closest("claud", schema.AGENTS) == "claude-code"
     assert closest("claud", schema.AGENTS, prefer=["claude-ai", "codex"]) == "claude-ai"
     assert closest("codx", schema.AGENTS) == "codex"
+
+
+def test_not_confirmed_is_one_shape_and_yes_is_not_a_boolean(tmp_path):
+    from ctxkeep.mcp.server import Handlers
+
+    h = Handlers(tmp_path / "home", tmp_path)
+    missing_text, missing = h.ctx_purge({"sessionId": "abcdef"})
+    false_text, false = h.ctx_purge({"sessionId": "abcdef", "confirm": "false"})
+    assert missing["cancelled"] is True and false["cancelled"] is True  # no isError for either
+    assert missing_text.startswith("Purge cancelled: no confirm was given. Preview with dryRun: true")
+    assert false_text == "Purge cancelled. Pass confirm: true to proceed."
+    for bad in ("yes", 1, "y"):
+        with pytest.raises(UsageError, match=f"confirm must be a boolean, got {bad!r}"):
+            h.ctx_purge({"sessionId": "abcdef", "confirm": bad})
