@@ -46,3 +46,38 @@ def test_not_confirmed_is_one_shape_and_yes_is_not_a_boolean(tmp_path):
     for bad in ("yes", 1, "y"):
         with pytest.raises(UsageError, match=f"confirm must be a boolean, got {bad!r}"):
             h.ctx_purge({"sessionId": "abcdef", "confirm": bad})
+
+
+@pytest.mark.parametrize(
+    "tool,args,line",
+    [
+        (
+            "ctx_search",
+            {"queries": "x", "limit": "abc"},
+            "limit must be a whole number, got 'abc' (limit) - give digits only, e.g. 10",
+        ),
+        (
+            "ctx_search",
+            {"queries": "x", "raw": "maybe"},
+            "raw must be true or false, got 'maybe' (raw) - give true or false",
+        ),
+        ("ctx_index", {"path": "/nonexistent/file"}, "label is required (label) - give label"),
+    ],
+)
+def test_argument_errors_say_what_to_do(tmp_path, tool, args, line):
+    from ctxkeep.mcp.server import Handlers
+
+    with pytest.raises(UsageError) as e:
+        getattr(Handlers(tmp_path), tool)(args)
+    assert str(e.value) == line
+
+
+def test_index_of_a_missing_file_says_what_to_do(tmp_path):
+    from ctxkeep.mcp.server import Handlers
+
+    with pytest.raises(UsageError) as e:
+        Handlers(tmp_path / "home", tmp_path).ctx_index({"path": "/nonexistent/file", "label": "x"})
+    assert str(e.value) == (
+        f"cannot read /nonexistent/file: No such file or directory (path) - give an existing file "
+        f"(a relative path is read from {tmp_path})"
+    )
