@@ -20,6 +20,11 @@ PURGE_LOCK_TIMEOUT = 30.0
 NOT_CONFIRMED = "Purge cancelled: no confirm was given. Preview with dryRun: true, then pass confirm: true to proceed."
 
 
+#: the ``tombstone`` values as the reply's line says them (``tombstone would add`` read
+#: as broken English: newuser24 F18)
+_TOMBSTONE_WORDS = {"would add": "would be added", "would lift": "would be lifted"}
+
+
 def strict_confirm(v: Any) -> bool | None:
     """A destructive call's ``confirm``: True for ``true`` or ``"true"``, False for
     ``false`` or ``"false"`` (any case, blanks stripped), None when absent. Anything
@@ -75,7 +80,8 @@ class PurgeResult(Shape):
     files: list[str] | None = Field(None, description="the session files the data came from")
     tombstone: Any = Field(
         None,
-        description="what keeps the data from being ingested again: added, lifted, none; a dry run: "
+        description="what keeps the data from being ingested again: added, already there (an earlier purge "
+        "added it), lifted, none; a dry run: "
         "would add, would lift, none",
     )
     tombstones: Any = Field(
@@ -144,7 +150,7 @@ class PurgeResult(Shape):
             f"{r.get('sessions', 0)} sessions, {r.get('contents', 0)} texts, {r.get('chunks', 0)} "
             f"chunks, {r.get('usage', 0)} usage rows, {r.get('quarantine', 0)} quarantined lines, "
             f"{r.get('vault_files', 0)} vault files ({r.get('vault_bytes', 0)} bytes stored); "
-            f"tombstone {self.tombstone or 'none'}"
+            f"tombstone {_TOMBSTONE_WORDS.get(self.tombstone, self.tombstone) if self.tombstone else 'none'}"
         ) + (f"; {self.kept}" if self.kept else "")
         text += f"; {self.tombstone_note}" if self.tombstone_note else ""
         text += f"; warning: {self.backups_note}" if self.backups_note else ""

@@ -81,3 +81,30 @@ def test_index_of_a_missing_file_says_what_to_do(tmp_path):
         f"cannot read /nonexistent/file: No such file or directory (path) - give an existing file "
         f"(a relative path is read from {tmp_path})"
     )
+
+
+CLAUDE = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+
+
+def test_replies_read_as_english(store):
+    """F17: no ctx_fetch hint after 0 hits; F18: ``1 session``, ``tombstone would be
+    added``, a second purge of a session says its tombstone was there already."""
+    import re
+
+    from ctxkeep.mcp.server import Handlers
+
+    h = Handlers(store, store)
+    none, _ = h.ctx_search({"queries": "zqxjvwkpf"})
+    some, _ = h.ctx_search({"queries": "error", "limit": 1})
+    assert "ctx_fetch" not in none and "(fetch full texts with ctx_fetch" in some
+    stats, data = h.ctx_stats({})
+    assert not re.search(r"\b1 (sessions|entries)\b", stats)
+    ones = [a for a, d in data["agents"].items() if d["sessions"] == 1]
+    assert ones and all(f"- {a}: " in stats and "1 session " in stats for a in ones)
+    preview, _ = h.ctx_purge({"sessionId": CLAUDE, "dryRun": True})
+    assert "tombstone would be added" in preview and "would add" not in preview
+    first, r1 = h.ctx_purge({"sessionId": CLAUDE, "confirm": True})
+    again, r2 = h.ctx_purge({"sessionId": CLAUDE, "confirm": True})
+    assert r1["tombstone"] == "added" and "tombstone added" in first
+    assert r2["tombstone"] == "already there" and "tombstone already there" in again
+    assert r2["removed"]["entries"] == 0
