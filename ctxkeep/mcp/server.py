@@ -173,7 +173,9 @@ class Handlers:
         ]
         for agent, d in s.agents.items():
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(d.kinds.items()))
-            lines.append(f"- {agent}: {_n(d.entries, 'entry', 'entries')}, {_n(d.sessions, 'session')} ({kinds})")
+            lines.append(
+                f"- {agent}: {_n(d.entries, 'entry', 'entries')}, {_n(d.sessions, 'session')} ({kinds})"
+            )
         lines.append("status: " + ", ".join(f"{k} {n}" for k, n in s.status.items()))
         lines.append(s.redactions.line())
         return "\n".join(lines), s.as_json()

@@ -262,7 +262,9 @@ def _usage_error(cls: type[BaseModel], e: ValidationError) -> UsageError:
         )
     if kind.startswith("string_"):
         return UsageError(f"{field} must be a string", where=field, hint="give it as text in quotes")
-    return UsageError(f"{field}: {err['msg']}", where=field, hint="see the tool's input schema for this field")
+    return UsageError(
+        f"{field}: {err['msg']}", where=field, hint="see the tool's input schema for this field"
+    )
 
 
 class Item(BaseModel):

@@ -17,7 +17,9 @@ PURGE_LOCK_TIMEOUT = 30.0
 
 
 #: the cancelled reply when no ``confirm`` was given (the seed's text is for ``false``)
-NOT_CONFIRMED = "Purge cancelled: no confirm was given. Preview with dryRun: true, then pass confirm: true to proceed."
+NOT_CONFIRMED = (
+    "Purge cancelled: no confirm was given. Preview with dryRun: true, then pass confirm: true to proceed."
+)
 
 
 #: the ``tombstone`` values as the reply's line says them (``tombstone would add`` read
@@ -63,7 +65,9 @@ class PurgeResult(Shape):
     --json``, ``ctx_purge``), or that the purge was cancelled. ``--all`` has scope,
     resolved, home, dry_run, files_removed, bytes_removed, removed, backups."""
 
-    cancelled: bool = Field(False, description="(ctx_purge) true: confirm was false or not given, nothing changed")
+    cancelled: bool = Field(
+        False, description="(ctx_purge) true: confirm was false or not given, nothing changed"
+    )
     message: str | None = Field(None, description="(ctx_purge) why it was cancelled and what to do")
     scope: str | None = Field(None, description="session, project or all")
     session_id: str | None = Field(None, description="the session given (null: none)")
