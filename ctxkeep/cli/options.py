@@ -20,7 +20,6 @@ Importing this module imports Typer only (no store, no sources): it runs at ever
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 
 import typer
@@ -71,14 +70,11 @@ def split_values(values: str | Iterable[str] | None) -> list[str]:
 
 
 def closest(name: str, choices: Sequence[str]) -> str | None:
-    """The valid name nearest to ``name``: the first (in the order of ``choices``: the
-    registry's, the most used agents first) that starts with it, else the closest by
-    ``difflib`` (cutoff 0.6), or None."""
-    starts = [c for c in choices if c.startswith(name.lower())]  # claude → claude-code, not claude-ai
-    if starts:
-        return starts[0]
-    m = difflib.get_close_matches(name.lower(), list(choices), n=1, cutoff=0.6)
-    return m[0] if m else None
+    """The valid name nearest to ``name`` (``service.args.closest``: the rule MCP uses
+    too)."""
+    from ctxkeep.service.args import closest as nearest
+
+    return nearest(name, choices)
 
 
 def unknown_value(what: str, name: str, choices: Sequence[str], where: str | None = None) -> str:

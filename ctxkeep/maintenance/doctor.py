@@ -471,7 +471,8 @@ def _coverage_check(db: Path, immutable: bool) -> list[Finding]:
     alerts = ledger_alerts(rows)
     if not alerts:
         return [Finding("coverage", STORE_DB, "ok", f"{len(rows)} agent versions, no drift")]
-    return [Finding("coverage", a["agent"], "warning", a["message"]) for a in alerts]
+    # the message names the agent and version: the store is the where (not the agent twice: newuser24 F18)
+    return [Finding("coverage", STORE_DB, "warning", a["message"]) for a in alerts]
 
 
 def check(home: Path, *, full: bool = False) -> list[Finding]:

@@ -130,9 +130,10 @@ def _tombstone(
     ``owned``: the sessions a project purge selected whole (they get session
     tombstones). Returns what was done."""
     if not reingest:
-        tombstones.add(conn, req.scope, req.value, timeutil.now_iso(), owned, files)
+        new = tombstones.add(conn, req.scope, req.value, timeutil.now_iso(), owned, files)
         return {
-            "tombstone": "added",
+            # "already there": an earlier purge of the scope added it (newuser24 F18)
+            "tombstone": "added" if new else "already there",
             "tombstones": [f"{req.scope} {req.value}"],
             "watermarks_dropped": 0,
             "kept": kept_line(req.scope, len({s for s in owned if s}), len(files)),
@@ -259,7 +260,7 @@ def run_purge(
     "removed": {entries, sessions, contents, chunks, usage, quarantine, source_files,
     text_bytes, token_estimate, archived; a dry run also source_files_gone: of
     source_files, those no longer on disk}, "files": [source paths concerned], "tombstone":
-    "added"|"lifted"|"none" (a dry run: "would add", with ``tombstones``), "tombstone_note":
+    "added"|"already there"|"lifted"|"none" (a dry run: "would add", with ``tombstones``), "tombstone_note":
     what the tombstone blocks (``tombstone_note``), "analytics": str}``; for ``all``: the ``wipe`` report.
     Idempotent: purging again removes nothing and reports zeros. Raises StoreBusy when
     the lock is not free within ``timeout``, StoreError when the store's schema is newer

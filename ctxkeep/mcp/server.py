@@ -134,6 +134,11 @@ def _render_hits(res: QueryHits) -> str:
     return "\n".join(lines)
 
 
+def _n(n: int, one: str, many: str | None = None) -> str:
+    """``1 session``, ``2 sessions`` (``ctx_stats`` said ``1 sessions``: newuser24 F18)."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 class Handlers:
     """The tools over a ctxkeep home, independent of the transport: each method reads
     the tool's arguments into the question's request (``ctxkeep.service``), asks it and
@@ -148,7 +153,8 @@ class Handlers:
         text = "\n\n".join(_render_hits(r) for r in res.results)
         if res.notes:
             text += "\nnote: " + "; ".join(res.notes)
-        text += '\n(fetch full texts with ctx_fetch {"ids": [...]})'
+        if any(r.hits for r in res.results):  # no hint after 0 hits (newuser24 F17)
+            text += '\n(fetch full texts with ctx_fetch {"ids": [...]})'
         return text, res.as_json()
 
     def ctx_fetch(self, a: dict) -> tuple[str, dict]:
@@ -161,13 +167,15 @@ class Handlers:
     def ctx_stats(self, a: dict) -> tuple[str, dict]:
         s = stats(self.home, StatsRequest.parse(a))
         lines = [
-            f"store {self.home}: {s.entries} entries, {s.sessions} sessions, "
+            f"store {self.home}: {_n(s.entries, 'entry', 'entries')}, {_n(s.sessions, 'session')}, "
             f"{s.contents.distinct} distinct texts ({s.contents.bytes} bytes, "
             f"~{s.contents.token_estimate} tokens); last new data {s.last_ingest or 'never'}"
         ]
         for agent, d in s.agents.items():
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(d.kinds.items()))
-            lines.append(f"- {agent}: {d.entries} entries, {d.sessions} sessions ({kinds})")
+            lines.append(
+                f"- {agent}: {_n(d.entries, 'entry', 'entries')}, {_n(d.sessions, 'session')} ({kinds})"
+            )
         lines.append("status: " + ", ".join(f"{k} {n}" for k, n in s.status.items()))
         lines.append(s.redactions.line())
         return "\n".join(lines), s.as_json()

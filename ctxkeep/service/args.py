@@ -107,13 +107,40 @@ def split_commas(values: Sequence[Any]) -> list[str]:
     return out
 
 
-def unknown_value(what: str, name: str, choices: Sequence[str]) -> str:
-    """``unknown agent 'codx' - did you mean 'codex'? (one of: …)``."""
-    starts = sorted((c for c in choices if c.startswith(name.lower())), key=len)  # claude → claude-code
-    near = starts[:1] or difflib.get_close_matches(name.lower(), list(choices), n=1, cutoff=0.6)
+def closest(name: str, choices: Sequence[str], prefer: Sequence[str] = ()) -> str | None:
+    """The valid name nearest to a misspelt ``name``, one rule for the CLI and MCP
+    (newuser24 F3: ``claud`` gave ``claude-ai`` over MCP, ``claude-code`` on the command
+    line): the names that start with it, those in ``prefer`` (the agents a store holds)
+    first, then in the order of ``choices`` (the registry's: the most used agents
+    first), so ``claud`` → ``claude-code``, not the import-only ``claude-ai``; else the
+    closest by ``difflib`` (cutoff 0.6, ``prefer`` first on a tie), or None."""
+    low = name.lower()
+    held = set(prefer)
+    starts = [c for c in choices if c.startswith(low)]
+    if starts:
+        return sorted(starts, key=lambda c: c not in held)[0]
+    for pool in ([c for c in choices if c in held], list(choices)):
+        m = difflib.get_close_matches(low, pool, n=1, cutoff=0.6)
+        if m:
+            return m[0]
+    return None
+
+
+def unknown_value(
+    what: str, name: str, choices: Sequence[str], prefer: Sequence[str] = (), lister: str = "ctx_stats"
+) -> str:
+    """``unknown kind 'x' - did you mean 'message'? (one of: …)``; for an agent
+    (``choices`` of more than 8 names) the closest only, never the 49 names (which went
+    into an agent's context over MCP: newuser24 F3), else where they are listed
+    (``lister``: ``ctx_stats`` lists the store's agents)."""
+    near = closest(name, choices, prefer)
+    if what == "agent" and len(choices) > 8:
+        return f"unknown agent {name!r}" + (
+            f" - did you mean {near!r}?" if near else f" - {lister} lists the agents the store holds"
+        )
     return (
         f"unknown {what} {name!r}"
-        + (f" - did you mean {near[0]!r}? (one of: " if near else " - use one of: ")
+        + (f" - did you mean {near!r}? (one of: " if near else " - use one of: ")
         + ", ".join(choices)
         + (")" if near else "")
     )

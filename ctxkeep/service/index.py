@@ -167,11 +167,17 @@ def check_index_path(path: str, cwd: Path, extra_roots: list[Path]) -> Path:
     real = Path(os.path.realpath(p))
     for root in SPECIAL_ROOTS:
         if real == Path(root) or str(real).startswith(root + "/"):
-            raise UsageError(f"{path} is a system pseudo-file, not a document", where="path")
+            raise UsageError(
+                f"{path} is a system pseudo-file, not a document", where="path", hint="give a text file"
+            )
     try:
         st = real.stat()
     except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror}", where="path") from None
+        raise UsageError(
+            f"cannot read {path}: {e.strerror}",
+            where="path",
+            hint=f"give an existing file (a relative path is read from {cwd})",
+        ) from None
     if not stat.S_ISREG(st.st_mode):
         what = "a directory" if stat.S_ISDIR(st.st_mode) else "a socket, FIFO or device"
         raise UsageError(f"{path} is {what}, not a regular file", where="path", hint="give a text file")

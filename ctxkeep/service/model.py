@@ -239,7 +239,7 @@ def _usage_error(cls: type[BaseModel], e: ValidationError) -> UsageError:
     if kind == "literal_error":
         return UsageError(f"unknown {field} {value!r}", where=field, hint=f"use {ctx.get('expected', '')}")
     if kind == "missing":
-        return UsageError(f"{field} is required", where=field)
+        return UsageError(f"{field} is required", where=field, hint=f"give {field}")
     if kind == "extra_forbidden":
         parent = [str(x) for x in err["loc"][:-1] if not isinstance(x, int)]
         model = cls
@@ -253,12 +253,18 @@ def _usage_error(cls: type[BaseModel], e: ValidationError) -> UsageError:
         what = f"unknown {parent[-1].removesuffix('s')}" if parent else "unknown argument"
         return UsageError(f"{what} {field}", where=parent[-1] if parent else field, hint=f"known: {known}")
     if kind.startswith("int_") or kind.startswith("float_"):
-        return UsageError(f"{field} must be a whole number, got {value!r}", where=field)
+        return UsageError(
+            f"{field} must be a whole number, got {value!r}", where=field, hint="give digits only, e.g. 10"
+        )
     if kind.startswith("bool_"):
-        return UsageError(f"{field} must be true or false, got {value!r}", where=field)
+        return UsageError(
+            f"{field} must be true or false, got {value!r}", where=field, hint="give true or false"
+        )
     if kind.startswith("string_"):
-        return UsageError(f"{field} must be a string", where=field)
-    return UsageError(f"{field}: {err['msg']}", where=field)
+        return UsageError(f"{field} must be a string", where=field, hint="give it as text in quotes")
+    return UsageError(
+        f"{field}: {err['msg']}", where=field, hint="see the tool's input schema for this field"
+    )
 
 
 class Item(BaseModel):

@@ -16,13 +16,31 @@ from ctxkeep.service.model import Request, Shape
 PURGE_LOCK_TIMEOUT = 30.0
 
 
+#: the cancelled reply when no ``confirm`` was given (the seed's text is for ``false``)
+NOT_CONFIRMED = (
+    "Purge cancelled: no confirm was given. Preview with dryRun: true, then pass confirm: true to proceed."
+)
+
+
+#: the ``tombstone`` values as the reply's line says them (``tombstone would add`` read
+#: as broken English: newuser24 F18)
+_TOMBSTONE_WORDS = {"would add": "would be added", "would lift": "would be lifted"}
+
+
 def strict_confirm(v: Any) -> bool | None:
-    """A destructive call's ``confirm``: True only for ``true`` or ``"true"`` (any
-    case); None when absent (the purge contract then asks for it); False otherwise
-    (``"yes"``, ``1``, ``"y"``: cancelled, never a purge)."""
-    if v is None:
-        return None
-    return v is True or (isinstance(v, str) and v.strip().lower() == "true")
+    """A destructive call's ``confirm``: True for ``true`` or ``"true"``, False for
+    ``false`` or ``"false"`` (any case, blanks stripped), None when absent. Anything
+    else (``"yes"``, ``1``, ``"y"``) is not a boolean: UsageError (``where``
+    ``confirm``), never a purge and not a silent cancel (newuser24 F16)."""
+    if v is None or isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.strip().lower() in ("true", "false"):
+        return v.strip().lower() == "true"
+    raise UsageError(
+        f"confirm must be a boolean, got {v!r}",
+        where="confirm",
+        hint="pass confirm: true to purge (preview first with dryRun: true)",
+    )
 
 
 class PurgeRequest(Request):
@@ -31,7 +49,7 @@ class PurgeRequest(Request):
     session: str | None = Field(None, alias="sessionId", description="the session to purge (scope session)")
     scope: str | None = Field(None, description='"session" or "project"')
     project: str | None = Field(None, alias="projectDir", description="the project for scope project")
-    # any value: only true or "true" purges (``strict_confirm``); 1 or "yes" cancel
+    # a boolean or "true"/"false" (``strict_confirm``); "yes" or 1 is a usage error
     confirm: Any = Field(
         None, description="must be true to purge", json_schema_extra={"type": ["boolean", "string"]}
     )
@@ -47,8 +65,10 @@ class PurgeResult(Shape):
     --json``, ``ctx_purge``), or that the purge was cancelled. ``--all`` has scope,
     resolved, home, dry_run, files_removed, bytes_removed, removed, backups."""
 
-    cancelled: bool = Field(False, description="(ctx_purge) true: confirm was not true, nothing changed")
-    message: str | None = Field(None, description="(ctx_purge) why it was cancelled")
+    cancelled: bool = Field(
+        False, description="(ctx_purge) true: confirm was false or not given, nothing changed"
+    )
+    message: str | None = Field(None, description="(ctx_purge) why it was cancelled and what to do")
     scope: str | None = Field(None, description="session, project or all")
     session_id: str | None = Field(None, description="the session given (null: none)")
     project_dir: str | None = Field(None, description="the project given (null: none)")
@@ -66,7 +86,8 @@ class PurgeResult(Shape):
     files: list[str] | None = Field(None, description="the session files the data came from")
     tombstone: Any = Field(
         None,
-        description="what keeps the data from being ingested again: added, lifted, none; a dry run: "
+        description="what keeps the data from being ingested again: added, already there (an earlier purge "
+        "added it), lifted, none; a dry run: "
         "would add, would lift, none",
     )
     tombstones: Any = Field(
@@ -140,7 +161,7 @@ class PurgeResult(Shape):
                 if r.get("vault_shared")
                 else ""
             )
-            + f"; tombstone {self.tombstone or 'none'}"
+            + f"; tombstone {_TOMBSTONE_WORDS.get(self.tombstone, self.tombstone) if self.tombstone else 'none'}"
         ) + (f"; {self.kept}" if self.kept else "")
         text += f"; {self.tombstone_note}" if self.tombstone_note else ""
         text += f"; warning: {self.backups_note}" if self.backups_note else ""
@@ -150,25 +171,23 @@ class PurgeResult(Shape):
 def purge(home: Path, req: PurgeRequest, *, cwd: Path) -> PurgeResult:
     """Purge the session or project ``req`` names (a project relative to ``cwd``), or
     with ``dry_run`` report what it would remove (``dry_run`` true; no confirm needed,
-    nothing changes). A ``confirm`` that is not true cancels (``cancelled``); raises
-    UsageError for a request the contract refuses (a missing confirm: preview with
-    ``dryRun``, then confirm), SessionNotFound/AmbiguousSession, StoreBusy."""
+    nothing changes). A ``confirm`` false or absent cancels (``cancelled``, its
+    ``message`` says what to do: the one "not confirmed" reply); raises UsageError for
+    a ``confirm`` that is not a boolean or a request the contract refuses,
+    SessionNotFound/AmbiguousSession, StoreBusy."""
     from ctxkeep.errors import PurgeCancelled
     from ctxkeep.maintenance.purge_named import purge_named
     from ctxkeep.maintenance.purge_request import parse_purge_request
 
-    if req.confirm is None and not req.dry_run:  # ctx_purge's words, not the CLI's --yes
-        raise UsageError(
-            "purge needs a confirmation (none was given)",
-            where="confirm",
-            hint="preview with dryRun: true, then call again with confirm: true",
-        )
+    confirm = strict_confirm(req.confirm)
+    if confirm is None and not req.dry_run:  # one shape for "not confirmed": cancelled
+        return PurgeResult(cancelled=True, message=NOT_CONFIRMED)
     try:
         parsed = parse_purge_request(
             session_id=req.session,
             scope=req.scope,
             project_dir=req.project,
-            confirm=True if req.dry_run else strict_confirm(req.confirm),
+            confirm=True if req.dry_run else confirm,
             cwd=str(cwd),
         )
     except PurgeCancelled as e:

@@ -204,7 +204,9 @@ def test_purge_contract_over_stdio(mcp_home, tmp_path):
     assert ambiguous.is_error and ambiguous.content[0].text.startswith("error: Ambiguous purge")
     assert no_id.is_error and "session id" in no_id.content[0].text
     assert bare.is_error and "session" in bare.content[0].text and "project" in bare.content[0].text
-    assert no_confirm.is_error and "confirm" in no_confirm.content[0].text
+    # not confirmed has one shape: the cancelled reply (newuser24 F16)
+    assert not no_confirm.is_error and no_confirm.structured_content["cancelled"] is True
+    assert no_confirm.content[0].text.startswith("Purge cancelled: no confirm was given.")
     assert before.structured_content["results"][0]["hits"]
     assert not first.is_error and first.structured_content["removed"]["entries"] == n
     assert first.structured_content["scope"] == "session" and sid in first.structured_content["resolved"]

@@ -28,12 +28,12 @@ def test_an_unknown_argument_lists_the_schemas_names(store):
     assert {"sessionId", "projectDir", "dryRun"} <= set(props) and "session" not in props
 
 
-def test_no_confirmation_says_how_to_preview(store):
-    line = _error(store, {"sessionId": "ef95"})
-    assert line == (
-        "purge needs a confirmation (none was given) (confirm) - preview with dryRun: true, "
-        "then call again with confirm: true"
+def test_no_confirmation_is_the_cancelled_reply_saying_how_to_preview(store):
+    text, data = Handlers(store, store).ctx_purge({"sessionId": "ef95"})
+    assert text == (
+        "Purge cancelled: no confirm was given. Preview with dryRun: true, then pass confirm: true to proceed."
     )
+    assert data["cancelled"] is True and data["message"] == text
 
 
 def test_dry_run_previews_and_changes_nothing(store):

@@ -15,19 +15,26 @@ from ctxkeep.service.index import check_index_path, index_roots
 from ctxkeep.service.purge import strict_confirm
 
 
-@pytest.mark.parametrize("v,want", [(True, True), ("true", True), (" TRUE ", True), (None, None)])
-def test_confirm_true(v, want):
+@pytest.mark.parametrize(
+    "v,want", [(True, True), ("true", True), (" TRUE ", True), (None, None), (False, False), ("false", False)]
+)
+def test_confirm_is_a_boolean(v, want):
     assert strict_confirm(v) is want
 
 
-@pytest.mark.parametrize("v", ["yes", "1", 1, "y", "ok", False, "false", {}, []])
-def test_confirm_anything_else_is_false(v):
-    assert strict_confirm(v) is False
+@pytest.mark.parametrize("v", ["yes", "1", 1, "y", "ok", {}, []])
+def test_confirm_anything_else_is_not_a_boolean(v):
+    with pytest.raises(UsageError, match="confirm must be a boolean"):
+        strict_confirm(v)
 
 
-def test_purge_with_confirm_yes_is_cancelled(tmp_path):
-    text, data = Handlers(tmp_path / "home", tmp_path).ctx_purge({"sessionId": "abc", "confirm": "yes"})
-    assert data.get("cancelled") is True
+def test_purge_with_confirm_yes_is_refused_not_cancelled(tmp_path):
+    with pytest.raises(UsageError) as e:
+        Handlers(tmp_path / "home", tmp_path).ctx_purge({"sessionId": "abc", "confirm": "yes"})
+    assert str(e.value) == (
+        "confirm must be a boolean, got 'yes' (confirm) - pass confirm: true to purge "
+        "(preview first with dryRun: true)"
+    )
 
 
 @pytest.mark.parametrize("path,msg", [("/proc/self/environ", "pseudo-file"), ("/etc/shadow", "credential")])

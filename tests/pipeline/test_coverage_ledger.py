@@ -158,7 +158,7 @@ def test_sources_coverage_json_and_doctor_report_the_drift(tmp_path, store_home,
     assert text.exit_code == 0 and "hologram (1)" in text.stdout and "75.0%" in text.stdout
     d = CliRunner().invoke(app, ["doctor", "--json", "--home", str(store_home)])
     found = [f for f in json.loads(d.stdout)["findings"] if f["check"] == "coverage"]
-    assert [(f["file"], f["status"]) for f in found] == [("claude-code", "warning")]
+    assert [(f["file"], f["status"]) for f in found] == [("store.db", "warning")]
     assert "claude-code 2.2.0: record types ctxkeep does not understand: hologram (1)" in found[0]["detail"]
 
 

@@ -19,18 +19,20 @@ import sqlite3
 
 def add(
     conn: sqlite3.Connection, scope: str, value: str, stamp: str, owned: set[str], files: list[str]
-) -> None:
+) -> bool:
     """Tombstone ``(scope, value)`` at ``stamp`` (ISO-8601 UTC); for a ``project``, each
     session of ``owned`` (selected whole) gets its own tombstone too; ``files`` are
-    remembered as ``purge_files`` kind ``path``."""
+    remembered as ``purge_files`` kind ``path``. Returns False when ``(scope, value)``
+    had its tombstone already (an earlier purge of it: the stamp stays)."""
     key = (scope, value)
-    conn.execute("INSERT OR IGNORE INTO tombstones VALUES(?,?,?)", (*key, stamp))
+    new = conn.execute("INSERT OR IGNORE INTO tombstones VALUES(?,?,?)", (*key, stamp)).rowcount == 1
     if scope == "project":
         for sid in owned:
             if sid:
                 conn.execute("INSERT OR IGNORE INTO tombstones VALUES('session',?,?)", (sid, stamp))
                 conn.execute("INSERT OR IGNORE INTO purge_files VALUES(?,?,'session',?)", (*key, sid))
     conn.executemany("INSERT OR IGNORE INTO purge_files VALUES(?,?,'path',?)", [(*key, f) for f in files])
+    return new
 
 
 def lift(conn: sqlite3.Connection, scope: str, value: str, files: list[str]) -> tuple[int, int]:
