@@ -85,3 +85,79 @@ def test_ingest_of_a_relative_path_stores_the_absolute_one(tmp_path, monkeypatch
     assert r.exit_code == 0, r.output
     assert _paths(db, "SELECT path FROM watermarks") == [want]
     assert _paths(db, "SELECT path FROM vault_files") == [want]
+
+
+def _as_old_ctxkeep_stored_it(db: Path, abs_: str, rel: str) -> int:
+    """Make the store hold ``rel`` beside ``abs_`` as a relative ``compress FILE`` /
+    ``ingest --path`` then a plain ingest left it before F1: the entries and the vault's
+    generation under the relative name, watermark and coverage under both. Returns the
+    number of entries."""
+    con = sqlite3.connect(db)
+    try:
+        with con:
+            cur = con.execute("INSERT INTO files(path) VALUES (?)", (rel,))
+            fid = cur.lastrowid
+            con.execute("UPDATE entry_rows SET file_id = ?", (fid,))
+            con.execute(
+                "INSERT INTO watermarks SELECT ?, agent, dev, ino, size, mtime_ns, offset, head_len, "
+                "head_hash, parser_version, state, updated_at FROM watermarks WHERE path = ?",
+                (rel, abs_),
+            )
+            cols = "agent_version, parser_version, records, parsed, entries, quarantined, unknown, updated_at"
+            con.execute(
+                f"INSERT INTO coverage(agent, path, {cols}) SELECT agent, ?, {cols} FROM coverage WHERE path = ?",
+                (rel, abs_),
+            )
+            vf = con.execute(
+                "INSERT INTO vault_files(path, agent, mode, meta) SELECT ?, agent, mode, meta FROM vault_files "
+                "WHERE path = ?",
+                (rel, abs_),
+            ).lastrowid
+            con.execute("UPDATE vault_generations SET vfile_id = ?", (vf,))
+            # and one relative path nothing else names (its folder is recorded nowhere)
+            con.execute(
+                "INSERT INTO watermarks(path, agent, offset) VALUES ('orphan/rollout-x.jsonl', 'codex', 0)"
+            )
+        return con.execute("SELECT count(*) FROM entry_rows").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_restore_refuses_a_relative_path_and_doctor_repair_merges_it(tmp_path, monkeypatch):
+    user = _user(tmp_path)
+    home = tmp_path / "store"
+    monkeypatch.setenv("HOME", str(user))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    want = str(user / ROLLOUT)
+    r = CliRunner().invoke(app, ["ingest", "--home", str(home), "--no-prefect", "--path", want])
+    assert r.exit_code == 0, r.output
+    db = home / "store.db"
+    n = _as_old_ctxkeep_stored_it(db, want, ROLLOUT)
+    assert n > 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("PWD", str(elsewhere))
+    r = CliRunner().invoke(app, ["vault", "restore", "--all-missing", "--home", str(home)])
+    # nothing written where the command ran (before: the session file, under .codex/)
+    assert list(elsewhere.iterdir()) == []
+    assert "relative path" in r.output, r.output
+    r = CliRunner().invoke(app, ["doctor", "--home", str(home), "--json"])
+    import json
+
+    found = [f for f in json.loads(r.stdout)["findings"] if f["check"] == "paths"]
+    assert [f["status"] for f in found] == ["damaged", "warning"], found
+    assert f"e.g. {ROLLOUT} = {want}" in found[0]["detail"]
+    assert "orphan/rollout-x.jsonl" in found[1]["detail"]
+    r = CliRunner().invoke(app, ["doctor", "--repair", "--home", str(home)])
+    assert "merged 1 relative session file path into the absolute path" in r.output, r.output
+    assert "orphan/rollout-x.jsonl: stored relative with no single absolute twin" in r.output
+    assert _paths(db, "SELECT path FROM files") == [want]
+    assert _paths(db, "SELECT DISTINCT path FROM coverage") == [want]
+    assert _paths(db, "SELECT path FROM watermarks ORDER BY path") == [want, "orphan/rollout-x.jsonl"]
+    assert _paths(db, "SELECT path FROM vault_files") == [want]
+    assert _paths(db, "SELECT count(*) FROM entry_rows e JOIN files f USING(file_id) WHERE f.path = '" + want + "'") == [n]
+    assert _paths(db, "SELECT gen FROM vault_generations") == [1]
+    # the vault restores it by its absolute name again
+    r = CliRunner().invoke(app, ["vault", "restore", "--all-missing", "--dry-run", "--home", str(home)])
+    assert list(elsewhere.iterdir()) == []
