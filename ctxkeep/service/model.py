@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, get_args
 
 from pydantic import (

@@ -156,7 +156,9 @@ def test_restore_refuses_a_relative_path_and_doctor_repair_merges_it(tmp_path, m
     assert _paths(db, "SELECT DISTINCT path FROM coverage") == [want]
     assert _paths(db, "SELECT path FROM watermarks ORDER BY path") == [want, "orphan/rollout-x.jsonl"]
     assert _paths(db, "SELECT path FROM vault_files") == [want]
-    assert _paths(db, "SELECT count(*) FROM entry_rows e JOIN files f USING(file_id) WHERE f.path = '" + want + "'") == [n]
+    assert _paths(
+        db, "SELECT count(*) FROM entry_rows e JOIN files f USING(file_id) WHERE f.path = '" + want + "'"
+    ) == [n]
     assert _paths(db, "SELECT gen FROM vault_generations") == [1]
     # the vault restores it by its absolute name again
     r = CliRunner().invoke(app, ["vault", "restore", "--all-missing", "--dry-run", "--home", str(home)])

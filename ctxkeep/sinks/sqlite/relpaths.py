@@ -97,12 +97,16 @@ def _merge_one(conn: sqlite3.Connection, rel: str, abs_: str, tables: set[str]) 
             (a[0], r[0]),
         ).fetchall()
         for i, (gid,) in enumerate(gens, 1):  # negative first: UNIQUE(vfile_id, gen)
-            conn.execute("UPDATE vault_generations SET vfile_id = ?, gen = ? WHERE gen_id = ?", (a[0], -i, gid))
+            conn.execute(
+                "UPDATE vault_generations SET vfile_id = ?, gen = ? WHERE gen_id = ?", (a[0], -i, gid)
+            )
         conn.execute("UPDATE vault_generations SET gen = -gen WHERE vfile_id = ? AND gen < 0", (a[0],))
         conn.execute("DELETE FROM vault_files WHERE vfile_id = ?", (r[0],))
 
 
-def merge(conn: sqlite3.Connection, found: dict[str, list[str]] | None = None) -> tuple[dict[str, str], list[str]]:
+def merge(
+    conn: sqlite3.Connection, found: dict[str, list[str]] | None = None
+) -> tuple[dict[str, str], list[str]]:
     """Merge every relative path (``found``, default ``relative_paths(conn)``) into its
     twin, in one transaction. Returns ``({relative: absolute merged into}, [relative
     paths left: no twin or several])``. Raises sqlite3.Error or StoreBusy (nothing changed: ``connection.write``)."""
