@@ -107,13 +107,40 @@ def split_commas(values: Sequence[Any]) -> list[str]:
     return out
 
 
-def unknown_value(what: str, name: str, choices: Sequence[str]) -> str:
-    """``unknown agent 'codx' - did you mean 'codex'? (one of: …)``."""
-    starts = sorted((c for c in choices if c.startswith(name.lower())), key=len)  # claude → claude-code
-    near = starts[:1] or difflib.get_close_matches(name.lower(), list(choices), n=1, cutoff=0.6)
+def closest(name: str, choices: Sequence[str]) -> str | None:
+    """The valid name nearest to ``name``: the first (in the order of ``choices``: the
+    registry's, the most used agents first) that starts with it, else the closest by
+    ``difflib`` (cutoff 0.6), or None. ``claud`` → ``claude-code``, not the import-only
+    ``claude-ai`` (a sort by length named it over MCP: newuser24 F3)."""
+    starts = [c for c in choices if c.startswith(name.lower())]
+    if starts:
+        return starts[0]
+    m = difflib.get_close_matches(name.lower(), list(choices), n=1, cutoff=0.6)
+    return m[0] if m else None
+
+
+def unknown_value(what: str, name: str, choices: Sequence[str], where: str | None = None) -> str:
+    """``unknown agent 'codx' (--agent) - did you mean 'codex'? (one of: …)``: the line
+    of a usage error, the same for the CLI, MCP and the app (``where``: the option, when
+    there is one). The agents are not spelled out (their 49 names made a 544-character
+    line, and over MCP an agent's context): the closest is named, else ``ctxkeep
+    sources --all`` with the number it lists: the source agents, ``note`` left out even
+    where ``choices`` holds it, so every command gives the same count (newuser23 F8)."""
+    near = closest(name, choices)
+    if what == "agent" and len(choices) > 8:
+        return (
+            f"unknown agent {name!r}"
+            + (f" ({where})" if where else "")
+            + (
+                f" - did you mean {near!r}?"
+                if near
+                else f" - `ctxkeep sources --all` lists all {sum(c != 'note' for c in choices)}"
+            )
+        )
     return (
         f"unknown {what} {name!r}"
-        + (f" - did you mean {near[0]!r}? (one of: " if near else " - use one of: ")
+        + (f" ({where})" if where else "")
+        + (f" - did you mean {near!r}? (one of: " if near else " - use one of: ")
         + ", ".join(choices)
         + (")" if near else "")
     )
