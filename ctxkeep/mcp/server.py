@@ -149,7 +149,8 @@ class Handlers:
         text = "\n\n".join(_render_hits(r) for r in res.results)
         if res.notes:
             text += "\nnote: " + "; ".join(res.notes)
-        text += '\n(fetch full texts with ctx_fetch {"ids": [...]})'
+        if any(r.hits for r in res.results):  # (no hit: nothing to fetch; newuser24 F17)
+            text += '\n(fetch full texts with ctx_fetch {"ids": [...]})'
         return text, res.as_json()
 
     def ctx_fetch(self, a: dict) -> tuple[str, dict]:
@@ -168,7 +169,10 @@ class Handlers:
         ]
         for agent, d in s.agents.items():
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(d.kinds.items()))
-            lines.append(f"- {agent}: {d.entries} entries, {d.sessions} sessions ({kinds})")
+            lines.append(
+                f"- {agent}: {d.entries} {'entry' if d.entries == 1 else 'entries'}, "
+                f"{d.sessions} session{'' if d.sessions == 1 else 's'} ({kinds})"
+            )
         lines.append("status: " + ", ".join(f"{k} {n}" for k, n in s.status.items()))
         lines.append(s.redactions.line())
         return "\n".join(lines), s.as_json()

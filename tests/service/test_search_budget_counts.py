@@ -79,3 +79,19 @@ def test_text_tokens_are_below_json_tokens(corpus_store):
     for d in sc["results"][0]["hits"]:
         h = _Hit(d)
         assert text_tokens(h) * 2 < json_tokens(h)
+
+
+def test_mcp_wording_no_fetch_hint_without_hits_and_plurals(corpus_store):
+    """newuser24 F17 (a search with 0 hits ended with the ctx_fetch hint), F18
+    (``1 sessions``)."""
+    home = corpus_store[0]
+    h = Handlers(home)
+    none, _ = h.ctx_search({"queries": ["zzqxnosuchwordzzqx"]})
+    assert "ctx_fetch" not in none
+    some, _ = h.ctx_search({"queries": ["turbopack"], "limit": 1})
+    assert some.endswith('(fetch full texts with ctx_fetch {"ids": [...]})')
+    text, sc = h.ctx_stats({})
+    for agent, d in sc["agents"].items():
+        if d["sessions"] == 1:
+            assert f"- {agent}: " in text and ", 1 session (" in text
+    assert ", 1 sessions" not in text
