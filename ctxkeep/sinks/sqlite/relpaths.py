@@ -113,17 +113,17 @@ def merge(
     found = relative_paths(conn) if found is None else found
     merged: dict[str, str] = {}
     left: list[str] = []
-    plan = []
-    for rel, tables in found.items():
+    plan: list[tuple[str, str, set[str]]] = []
+    for rel, held in found.items():
         a = twin(conn, rel)
         if a is None:
             left.append(rel)
         else:
-            plan.append((rel, a, set(tables)))
+            plan.append((rel, a, set(held)))
     if not plan:
         return merged, left
     with write(conn):
-        for rel, a, tables in plan:
-            _merge_one(conn, rel, a, tables)
+        for rel, a, in_tables in plan:
+            _merge_one(conn, rel, a, in_tables)
             merged[rel] = a
     return merged, left
