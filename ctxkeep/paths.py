@@ -40,6 +40,44 @@ def normalize_dir(path: str, cwd: str) -> str:
     return p
 
 
+def caller_cwd() -> str:
+    """The caller's working directory as the shell names it: ``$PWD`` when it is
+    absolute and the same directory as ``os.getcwd()`` (a folder reached through a
+    symlink keeps the name the user typed, as discovery keeps the lexical path under
+    ``$HOME``), else ``os.getcwd()``."""
+    cwd = os.getcwd()
+    pwd = os.environ.get("PWD", "")
+    if pwd and os.path.isabs(pwd) and pwd != cwd:
+        try:
+            if os.path.samefile(pwd, cwd):
+                return os.path.normpath(pwd)
+        except OSError:
+            pass
+    return cwd
+
+
+def absolute_file(path: str | os.PathLike, cwd: str | os.PathLike | None = None) -> str:
+    """A file or folder a user named (``compress FILE``, ``ingest --path P``), as
+    discovery stores paths: ``~`` expanded, a relative path taken from ``cwd``
+    (default ``caller_cwd()``), ``..``/``.`` folded by ``os.path.normpath``, symlinks
+    NOT followed (lexical, so ``sources.confine``'s refusal of a symlink out of an
+    agent's folder still sees the link). Windows paths (``C:\\x``) are kept as given.
+    Raises nothing (no file system access beyond ``caller_cwd``). Newuser24 F1: a
+    relative path stored as typed was a second name of the same file."""
+    p = os.path.expanduser(os.fspath(path))
+    if looks_windows_abs(p):
+        return p
+    if not os.path.isabs(p):
+        p = os.path.join(os.fspath(cwd) if cwd else caller_cwd(), p)
+    return os.path.normpath(p)
+
+
+def is_relative_stored(p: str) -> bool:
+    """True for a stored path that is neither POSIX-absolute nor a Windows drive path
+    (``.claude/projects/x.jsonl``): what ``doctor`` reports and repairs (F1)."""
+    return bool(p) and not p.startswith(("/", "\\")) and not looks_windows_abs(p)
+
+
 def looks_windows_abs(p: str) -> bool:
     """True for ``C:\\…`` or ``C:/…``."""
     return len(p) >= 3 and p[1] == ":" and p[2] in "\\/"

@@ -69,39 +69,11 @@ def split_values(values: str | Iterable[str] | None) -> list[str]:
     return split_commas([values] if isinstance(values, str) else list(values))
 
 
-def closest(name: str, choices: Sequence[str]) -> str | None:
-    """The valid name nearest to ``name`` (``service.args.closest``: the rule MCP uses
-    too)."""
-    from ctxkeep.service.args import closest as nearest
-
-    return nearest(name, choices)
-
-
 def unknown_value(what: str, name: str, choices: Sequence[str], where: str | None = None) -> str:
-    """``unknown agent 'codx' (--agent) - did you mean 'codex'? (one of: …)``: the line
-    of a usage error (``where``: the option, when there is one). The agents are not
-    spelled out (their 49 names made a 544-character line): the closest is named, else
-    ``ctxkeep sources --all`` with the number it lists: the source agents, ``note``
-    left out even where ``choices`` holds it (``search --agent``), so every command
-    gives the same count (newuser23 F8: 48 vs 49)."""
-    near = closest(name, choices)
-    if what == "agent" and len(choices) > 8:
-        return (
-            f"unknown agent {name!r}"
-            + (f" ({where})" if where else "")
-            + (
-                f" - did you mean {near!r}?"
-                if near
-                else f" - `ctxkeep sources --all` lists all {sum(c != 'note' for c in choices)}"
-            )
-        )
-    return (
-        f"unknown {what} {name!r}"
-        + (f" ({where})" if where else "")
-        + (f" - did you mean {near!r}? (one of: " if near else " - use one of: ")
-        + ", ".join(choices)
-        + (")" if near else "")
-    )
+    """``service.args.unknown_value``: the one line of an unknown name, as MCP gives it."""
+    from ctxkeep.service.args import unknown_value as line
+
+    return line(what, name, choices, where)
 
 
 def store_agents() -> tuple[str, ...]:

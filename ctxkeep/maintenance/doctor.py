@@ -34,6 +34,10 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
   agent's entries (``other_copies``: the session files still on disk, their compress
   backups, the vault's files); ``--repair`` moves it aside and re-archives its entries
   from those copies, the vault first (``_rearchive``);
+- ``paths``: session-file paths stored relative (``sinks.sqlite.relpaths``; a
+  relative ``compress FILE`` or ``--path`` before newuser24 F1): damaged when the
+  store holds the same file's absolute path (``--repair`` merges them in one SQLite
+  transaction), a warning naming one without (not guessed);
 - ``watermarks``: each watermark's file exists and is not shorter than its offset
   (warnings: a user may delete session files);
 - ``ids``: Claude Code files an older ctxkeep keyed by uuid alone (a warning naming
@@ -215,6 +219,7 @@ def _sqlite_checks(home: Path, full: bool, wal_finding: Finding | None = None) -
     if (home / ANALYTICS_DB).exists() and not any(f.detail.startswith(_UNREADABLE) for f in duck):
         out += _lost_check(home, immutable)
     out += _parquet_check(home, t.archived)
+    out += _relative_check(db, immutable)
     out += _watermark_check(t.watermarks)
     out += _ids_check(t.uuid_keyed)
     out += _coverage_check(db, foreign)
@@ -426,6 +431,53 @@ def copies_line(copies: dict[str, list[str]]) -> str:
     return "other copies: " + "; ".join(parts)
 
 
+def _relative_check(db: Path, immutable: bool) -> list[Finding]:
+    """``paths``: session-file paths stored relative (``sinks.sqlite.relpaths``;
+    newuser24 F1). Damaged when one has an absolute twin (``--repair`` merges it),
+    a warning for one without (the folder it was typed in is recorded nowhere: named,
+    not guessed); ok otherwise."""
+    from ctxkeep.sinks.sqlite import relpaths
+    from ctxkeep.sinks.sqlite.readonly import open_ro
+
+    try:
+        conn = open_ro(db, immutable=immutable)
+        try:
+            found = relpaths.relative_paths(conn)
+            twins = {p: relpaths.twin(conn, p) for p in found}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        return [Finding("paths", str(db), "skipped", f"cannot be read: {e}")]
+    if not found:
+        return [Finding("paths", STORE_DB, "ok", "every session file path is absolute")]
+    out = []
+    fix = [p for p, a in twins.items() if a]
+    left = [p for p, a in twins.items() if not a]
+    if fix:
+        out.append(
+            Finding(
+                "paths",
+                STORE_DB,
+                "damaged",
+                f"{_n(len(fix), 'session file')} stored under a relative path beside its absolute one "
+                f"(e.g. {fix[0]} = {twins[fix[0]]}): counted twice, and restored into the current "
+                "directory; --repair merges them",
+            )
+        )
+    if left:
+        out.append(
+            Finding(
+                "paths",
+                STORE_DB,
+                "warning",
+                f"{_n(len(left), 'session file')} stored under a relative path with no absolute twin "
+                f"(e.g. {left[0]}): the folder it was typed in is not recorded; run `ctxkeep ingest "
+                "--path` on the file by its absolute path, then `ctxkeep doctor --repair`",
+            )
+        )
+    return out
+
+
 def _watermark_check(watermarks: list[tuple[str, int]]) -> list[Finding]:
     missing = shrunk = 0
     for path, offset in watermarks:
@@ -606,6 +658,15 @@ def repair(home: Path, findings: list[Finding]) -> dict:
                 bad |= {"duckdb", "fts"}
         conn = sqlite_store.connect(home)
         try:
+            if "paths" in bad:
+                from ctxkeep.sinks.sqlite import relpaths
+
+                merged, left = relpaths.merge(conn)
+                actions.append(
+                    f"merged {_n(len(merged), 'relative session file path')} into the absolute path of "
+                    "the same file (entries, watermarks, coverage, quarantine, vault)"
+                )
+                lost += [f"{p}: stored relative with no single absolute twin (left as it is)" for p in left]
             if "chunks" in bad:
                 done, gone = _rechunk(conn)
                 actions.append(

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ctxkeep import config
 from ctxkeep.errors import CtxkeepError, NotFound
+from ctxkeep.paths import is_relative_stored
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks import vault
 from ctxkeep.sinks.sqlite.lookup import resolve_session
@@ -655,6 +656,16 @@ def _restore(
             g = _pick(conn, path, generation, at)
             if g is None:
                 continue
+            if to is None and is_relative_stored(g.disk_path):
+                # a path stored as typed (``compress FILE`` before newuser24 F1): taken
+                # from this process's directory it wrote session files wherever the
+                # command ran; ``doctor --repair`` gives it its absolute name
+                raise CtxkeepError(
+                    f"the vault holds {g.disk_path} under a relative path, which names no one place",
+                    where="vault restore",
+                    hint="run `ctxkeep doctor --repair` (it merges it into its absolute path), "
+                    "or pass --to DIR",
+                )
             if g.start != 0 and all_missing:  # never stops the others' recovery
                 not_restored.append(
                     {

@@ -47,7 +47,8 @@ TOOLS: list[dict[str, Any]] = [
             "Search the stored history of coding-agent sessions (Claude Code, Codex, notes, …): "
             "past messages, tool calls and outputs, decisions, error messages, file paths, ids. "
             "Returns a ranked index (tier 1): entry id, agent, session, time, kind, title, token "
-            "size and a ≤300-character snippet per hit (within a token budget when one is given). "
+            "size and a ≤300-character snippet per hit, within a token budget (default 4,000 "
+            "tokens, ~18 hits; a note says what it left out: pass `budget`, up to 200,000, for more). "
             "WHEN: you need context from earlier sessions or from this one beyond your window "
             '("what did we decide about X", "where did error Y happen", "which command built Z"). '
             "Then call ctx_fetch with the ids worth reading. "

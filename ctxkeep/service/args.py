@@ -127,19 +127,37 @@ def closest(name: str, choices: Sequence[str], prefer: Sequence[str] = ()) -> st
 
 
 def unknown_value(
-    what: str, name: str, choices: Sequence[str], prefer: Sequence[str] = (), lister: str = "ctx_stats"
+    what: str,
+    name: str,
+    choices: Sequence[str],
+    where: str | None = None,
+    *,
+    prefer: Sequence[str] = (),
+    lister: str | None = None,
 ) -> str:
-    """``unknown kind 'x' - did you mean 'message'? (one of: …)``; for an agent
-    (``choices`` of more than 8 names) the closest only, never the 49 names (which went
-    into an agent's context over MCP: newuser24 F3), else where they are listed
-    (``lister``: ``ctx_stats`` lists the store's agents)."""
+    """``unknown agent 'codx' (--agent) - did you mean 'codex'?``: the line of a usage
+    error, the same for the CLI, MCP and the app (``where``: the option, when there is
+    one; ``prefer``: the agents a store holds, suggested first). The agents are not
+    spelled out (their 49 names made a 544-character line, and over MCP went into an
+    agent's context: newuser24 F3): the closest is named, else where they are listed:
+    ``lister`` (MCP: ``ctx_stats`` lists the agents the store holds), else ``ctxkeep
+    sources --all`` with the number it lists: the source agents, ``note`` left out even
+    where ``choices`` holds it, so every command gives the same count (newuser23 F8)."""
     near = closest(name, choices, prefer)
     if what == "agent" and len(choices) > 8:
-        return f"unknown agent {name!r}" + (
-            f" - did you mean {near!r}?" if near else f" - {lister} lists the agents the store holds"
+        where_to = (
+            f" - {lister} lists the agents the store holds"
+            if lister
+            else f" - `ctxkeep sources --all` lists all {sum(c != 'note' for c in choices)}"
+        )
+        return (
+            f"unknown agent {name!r}"
+            + (f" ({where})" if where else "")
+            + (f" - did you mean {near!r}?" if near else where_to)
         )
     return (
         f"unknown {what} {name!r}"
+        + (f" ({where})" if where else "")
         + (f" - did you mean {near!r}? (one of: " if near else " - use one of: ")
         + ", ".join(choices)
         + (")" if near else "")
@@ -160,7 +178,7 @@ def names(
         allowed = tuple(choices)
         for x in vals:
             if x not in allowed:
-                raise UsageError(unknown_value(field, x, allowed), where=field)
+                raise UsageError(unknown_value(field, x, allowed, lister="ctx_stats"), where=field)
     return vals or None
 
 

@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import Field
 
-from ctxkeep.service.model import Request, Shape
+from ctxkeep.service.model import Request, Shape, UserPath
 
 PROBLEMS = "one line per problem (warnings; also printed on stderr without --json)"
 
 
 class CompressRequest(Request):
-    files: list[Path] | None = Field(
+    files: list[UserPath] | None = Field(
         None, description="session files to compress (default: every file over max_size_kb or max_lines)"
     )
     keep_messages: int | None = Field(None, ge=1, description="keep at least this many recent messages")
@@ -32,7 +32,7 @@ class CompressRequest(Request):
 
 
 class RestoreFileRequest(Request):
-    file: Path = Field(description="the session file whose .backup to put back")
+    file: UserPath = Field(description="the session file whose .backup to put back")
     force: bool = Field(False, description="restore over entries newer than the backup")
 
 

@@ -22,7 +22,7 @@ from ctxkeep.errors import UsageError
 class CheckRequest:
     """The session files to check (``files``; empty: every enabled agent's).
     Raises UsageError for a path holding a NUL character (no file has one), as every
-    other request does."""
+    other request does. Relative paths are made absolute (``paths.absolute_file``)."""
 
     files: tuple[Path, ...] = ()
 
@@ -34,6 +34,10 @@ class CheckRequest:
                     where="files",
                     hint="remove it: no query, path or label contains one",
                 )
+        from ctxkeep.paths import absolute_file
+
+        # a relative FILE is taken from the caller's directory (newuser24 F1)
+        object.__setattr__(self, "files", tuple(Path(absolute_file(f)) for f in self.files))
 
 
 @dataclass

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ctxkeep.errors import NotFound, UsageError
-from ctxkeep.service.model import Budget, EntryHead, Item, Request, Result, Texts
+from ctxkeep.service.model import Budget, EntryHead, Item, Request, Result, Texts, UserPath
 from ctxkeep.service.store import reading
 
 #: ``ctx_fetch``'s token budget for all texts when none is given (an agent's context)
@@ -46,7 +46,7 @@ class ShowRequest(FetchRequest):
     """``ctxkeep show``: ``FetchRequest`` and the media compress moved to the store."""
 
     media: bool = Field(False, description="also return the images and outputs compress moved to the store")
-    media_dir: Path | None = Field(None, description="write those media to files in this directory")
+    media_dir: UserPath | None = Field(None, description="write those media to files in this directory")
 
 
 class AgentFetchRequest(FetchRequest):

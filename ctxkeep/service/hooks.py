@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ctxkeep.errors import ConfigError, NotFound, UsageError
-from ctxkeep.service.model import Names, Request
+from ctxkeep.service.model import Names, Request, UserPath
 
 
 class SettingsRequest(Request):
@@ -26,7 +26,7 @@ class SettingsRequest(Request):
 
     agents: Names = None
     scope: Literal["user", "project"] = "user"
-    project: Path | None = Field(None, description="the project directory for scope project")
+    project: UserPath | None = Field(None, description="the project directory for scope project")
     dry_run: bool = Field(False, description="show each change as a diff; write nothing")
     force: bool = Field(False, description="replace an entry that runs another program (kept in the backup)")
     timeout: int = Field(10, ge=1, description="seconds the agent lets a hook run before killing it")

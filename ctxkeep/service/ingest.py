@@ -59,7 +59,8 @@ GC_PAUSE_BYTES = int(float(os.environ.get("CTXKEEP_GC_PAUSE_MB", "64")) * 1024 *
 @dataclass(frozen=True)
 class IngestRequest:
     """What to ingest: ``agents`` (names from ``schema.AGENTS``; empty: every agent),
-    ``paths`` (files or folders instead of discovery; empty: discover), ``prefect``
+    ``paths`` (files or folders instead of discovery, made absolute: ``paths.absolute_file``;
+    empty: discover), ``prefect``
     (``--prefect/--no-prefect``; None: a flow run when a Prefect server is found),
     ``task_runner`` (``pipeline.cluster.parse_task_runner``'s syntax; None: threads),
     ``catch_up_analytics`` (False: a run with nothing new leaves a DuckDB that is behind
@@ -71,6 +72,13 @@ class IngestRequest:
     prefect: bool | None = None
     task_runner: str | None = None
     catch_up_analytics: bool = True
+
+    def __post_init__(self) -> None:
+        from ctxkeep.paths import absolute_file
+
+        # a relative --path is taken from the caller's directory, as discovery stores
+        # absolute paths: stored as typed it was a second name of the file (newuser24 F1)
+        object.__setattr__(self, "paths", tuple(Path(absolute_file(p)) for p in self.paths))
 
     def check(self):
         """The parsed task runner (None for the engine's own threads). Raises

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from ctxkeep.errors import UsageError
-from ctxkeep.service.model import Names, Request, Shape, When
+from ctxkeep.service.model import Names, Request, Shape, UserPath, When
 from ctxkeep.service.shapes import PROBLEMS
 from ctxkeep.service.store import reading
 
@@ -203,7 +203,7 @@ class BackfillRequest(Request):
     records in ``since``…``until`` (record times read from the file; agent databases
     always), re-read from scratch."""
 
-    paths: list[Path] = Field(default_factory=list, description="re-read these files or directories")
+    paths: list[UserPath] = Field(default_factory=list, description="re-read these files or directories")
     since: When = None
     until: When = None
     agents: Names = None

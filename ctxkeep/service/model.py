@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, get_args
 
 from pydantic import (
@@ -140,6 +141,22 @@ ProjectDir = Annotated[
 ]
 
 
+def _user_path(v: Any, info: _Info) -> Any:
+    from ctxkeep.paths import absolute_file
+
+    if v is None:
+        return None
+    if isinstance(v, (list, tuple)):
+        return [_user_path(x, info) for x in v]
+    return Path(absolute_file(v, (info.context or {}).get("cwd")))
+
+
+#: a file or folder the user named, made absolute where it enters
+#: (``paths.absolute_file`` against the caller's directory; newuser24 F1): a path stored
+#: as typed (``.claude/projects/x.jsonl``) was a second name of the file
+UserPath = Annotated[Path, AfterValidator(_user_path)]
+
+
 def _when(v: str | None, info: _Info) -> str | None:
     return when(v, info.field_name or "since/until")
 
@@ -188,7 +205,7 @@ class Request(BaseModel):
             refuse_nul(values)
         notes = cls.prepare(values) + _clamp(cls, values)
         try:
-            req = cls.model_validate(values, context={"cwd": str(cwd or os.getcwd())})
+            req = cls.model_validate(values, context={"cwd": str(cwd)} if cwd else {})
         except ValidationError as e:
             raise _usage_error(cls, e) from None
         req._notes = notes

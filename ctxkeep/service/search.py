@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
 
 from ctxkeep import schema
 from ctxkeep.errors import UsageError
 from ctxkeep.service.model import (
+    MAX_BUDGET,
     AgentNames,
     Budget,
     EntryHead,
@@ -83,12 +84,18 @@ class SearchRequest(Request):
     limit: Limit = DEFAULT_LIMIT
     budget: Budget | None = Field(
         None,
-        description="token budget for the listed hits, shared by the queries (none: the limit bounds them)",
+        description="token budget for the listed hits, shared by the queries in rank order (each query's "
+        "best hit first); over MCP a hit counts as its JSON (~220 tokens) and the default is 4,000",
     )
     filters: Annotated[SearchFilters, BeforeValidator(_object)] = Field(
         default_factory=SearchFilters, description="combinable filters"
     )
     raw: bool = Field(False, description="pass FTS5 query syntax through (word index only)")
+    #: what a hit costs of the budget (``search_core.COUNTS``): the printed text (the
+    #: CLI, the app); ``AgentSearchRequest``: its JSON
+    counts: ClassVar[str] = "text"
+    #: the budget is ctx_search's default (``AgentSearchRequest``), not the caller's
+    _default_budget: bool = PrivateAttr(default=False)
 
     @model_validator(mode="after")
     def _some_query(self):
@@ -97,11 +104,30 @@ class SearchRequest(Request):
         return self
 
 
+#: ``ctx_search``'s budget when the call gives none (tokens of the hits' JSON,
+#: ``search_core.json_tokens``, ~220 a hit: ~18 hits): without one, ``limit: 200``
+#: answered 97,079 characters of text and 170,756 of structuredContent, and Claude Code
+#: warns at 10,000 tokens of MCP output (newuser24 F6)
+MCP_DEFAULT_BUDGET = 4_000
+
+
 class AgentSearchRequest(SearchRequest):
-    """``ctx_search``: ``SearchRequest`` (the same defaults: the limit bounds the
-    answer, ≤ ~150 tokens a hit; a budget is shared by the queries) read leniently:
-    ``query`` as ``queries``, filters given beside ``filters`` (a common slip) as
-    filters, with a note."""
+    """``ctx_search``: ``SearchRequest`` read leniently: ``query`` as ``queries``,
+    filters given beside ``filters`` (a common slip) as filters, with a note; without a
+    ``budget``, ``MCP_DEFAULT_BUDGET`` (``budget_default`` true: the notes say it and
+    how to get more)."""
+
+    budget_default: ClassVar[int] = MCP_DEFAULT_BUDGET
+    counts: ClassVar[str] = "json"
+
+    @classmethod
+    def parse(cls, data: dict | None = None, *, cwd=None, **kw: Any):
+        given = {**(data or {}), **kw}
+        req = super().parse(data, cwd=cwd, **kw)
+        if given.get("budget") in (None, ""):
+            req.budget = cls.budget_default
+            req._default_budget = True
+        return req
 
     @classmethod
     def prepare(cls, values: dict) -> list[str]:
@@ -183,8 +209,10 @@ class SearchResult(Result):
 
 
 def search(home: Path, req: SearchRequest) -> SearchResult:
-    """Ranked hits for each of ``req.queries`` (at most ``MAX_QUERIES``; the budget is
-    shared equally). Raises ``StoreError`` for a missing or damaged store,
+    """Ranked hits for each of ``req.queries`` (at most ``MAX_QUERIES``), within the
+    budget shared by the queries in rank order, each hit charged as ``req.counts``
+    (``search_core.COUNTS``: MCP's, its JSON, what an MCP client gives the model; the
+    CLI's and the app's, its printed text). Raises ``StoreError`` for a missing or damaged store,
     ``SearchSyntaxError`` for a raw query FTS5 cannot parse, ``SessionNotFound``/
     ``AmbiguousSession`` for a session filter, ``UsageError`` for a bad filter value."""
     f = req.filters
@@ -196,6 +224,9 @@ def search(home: Path, req: SearchRequest) -> SearchResult:
         req.budget,
         req.raw,
         req.notes,
+        counts=req.counts,
+        named="ctx_search's default budget" if req._default_budget else "a budget",
+        more=f'pass "budget" (up to {MAX_BUDGET:,}) for more' if req._default_budget else "raise the budget",
     )
     return SearchResult(
         results=[

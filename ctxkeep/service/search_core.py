@@ -12,6 +12,7 @@ Never imports Prefect, Polars, DuckDB or pydantic.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,11 +138,48 @@ class SearchOutcome:
     budget_tokens: int | None
 
 
+def text_tokens(h) -> int:
+    """A hit's tokens as the CLI prints it (``render_hit``'s lines, indented, and the
+    blank line between hits; ``transforms.tokens.heuristic_tokens``)."""
+    from ctxkeep.transforms.tokens import heuristic_tokens
+
+    return heuristic_tokens("\n".join("  " + line for _part, line in render_hit(h)) + "\n\n")
+
+
+def json_tokens(h) -> int:
+    """A hit's tokens as its JSON object (``hit_json``): what MCP ``ctx_search``'s
+    structuredContent holds per hit, and what Claude Code and VS Code give the model
+    when a tool result has structuredContent (``JSON.stringify`` of it, its text content
+    dropped: anthropics/claude-code issues 55677, 79944)."""
+    from ctxkeep.transforms.tokens import heuristic_tokens
+
+    return heuristic_tokens(json.dumps(hit_json(h), ensure_ascii=False))
+
+
+#: what a budget counts, per front end (``run``'s ``counts``): a note says it
+COUNTS = {
+    "text": (text_tokens, "counted as the hits' printed text, ~4 characters a token"),
+    "json": (json_tokens, "counted as the hits' JSON, what an MCP client gives the model"),
+}
+
+
 def run(
-    home: Path, queries, filters: dict[str, Any], limit: int, budget: int | None, raw: bool, notes
+    home: Path,
+    queries,
+    filters: dict[str, Any],
+    limit: int,
+    budget: int | None,
+    raw: bool,
+    notes,
+    counts: str = "text",
+    named: str = "a budget",
+    more: str = "raise the budget",
 ) -> SearchOutcome:
-    """Ranked hits for each of ``queries`` (at most ``MAX_QUERIES``; the budget is
-    shared equally), filtered by ``filters`` (``FILTER_KEYS``). Raises ``StoreError``
+    """Ranked hits for each of ``queries`` (at most ``MAX_QUERIES``), filtered by
+    ``filters`` (``FILTER_KEYS``), within ``budget`` tokens shared by the queries in
+    rank order (``query.search.render.share_budget``), a hit charged as ``counts``
+    (``COUNTS``: ``"text"``, the CLI's printed lines; ``"json"``, MCP's hit objects);
+    ``named``, ``more``: how notes name the budget and how to get more. Raises ``StoreError``
     for a missing or damaged store, ``SearchSyntaxError`` for a raw query FTS5 cannot
     parse, ``SessionNotFound``/``AmbiguousSession`` for a session filter, ``UsageError``
     for a bad filter value."""
@@ -154,9 +192,12 @@ def run(
         notes.append(f"only the first {MAX_QUERIES} of {len(qs)} queries were run")
         qs = qs[:MAX_QUERIES]
     f = Filters(**{k: filters.get(k) for k in FILTER_KEYS})
-    per_query = None if budget is None else max(1, budget // len(qs))
+    from ctxkeep.query.search.render import share_budget
+
     with reading(home, mmap=True) as conn:
-        results = [ask(conn, q, filters=f, limit=limit, budget_tokens=per_query, raw=raw) for q in qs]
+        results = [ask(conn, q, filters=f, limit=limit, raw=raw) for q in qs]
+    cost, what = COUNTS[counts]
+    share_budget(results, budget, cost, what, named, more)
     for r in results:
         _name_partial_hits(r)
     # few hits or none (a page the budget did not cut, not full) or a "did you mean": is

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ctxkeep.service.model import Item, Request, Result
+from ctxkeep.service.model import Item, Request, Result, UserPath
 from ctxkeep.service.store import reading
 
 
@@ -130,7 +130,7 @@ class ScrubRequest(Request):
     """``dry_run``: say what would change, write nothing; ``paths``: only these files."""
 
     dry_run: bool = False
-    paths: list[Path] | None = None
+    paths: list[UserPath] | None = None
 
 
 class ScrubFileResult(Item):

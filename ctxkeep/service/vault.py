@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ctxkeep.service.model import AgentNames, Request, Result, When
+from ctxkeep.service.model import AgentNames, Request, Result, UserPath, When
 from ctxkeep.service.store import reading
 
 
@@ -208,7 +208,7 @@ class VaultRestoreRequest(Request):
 
     home: Path
     session: str | None = None
-    to: Path | None = None
+    to: UserPath | None = None
     force: bool = False
     all_missing: bool = False
     user_home: Path | None = None

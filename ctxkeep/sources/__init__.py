@@ -256,9 +256,13 @@ def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple
     Returns ``(files, problems)`` where problems are one-line messages for paths that
     do not exist or that no source recognizes.
     """
+    from ctxkeep.paths import absolute_file
+
     files, problems = [], []
     for p in paths:
-        p = Path(p).expanduser()
+        # absolute, as discovery's paths: a relative one stored as typed was a second
+        # name of the file (newuser24 F1); lexical, so a symlink is still seen as one
+        p = Path(absolute_file(p))
         if not p.exists():
             problems.append(f"{p}: no such file or directory")
             continue

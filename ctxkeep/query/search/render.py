@@ -6,6 +6,7 @@ mapping (``retrieve.titles``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
 from ctxkeep.query.search.retrieve import Candidate
@@ -196,3 +197,60 @@ def apply_budget(result: SearchResult, budget_tokens: int | None) -> SearchResul
         )
     result.hits = kept
     return result
+
+
+def share_budget(
+    results: list[SearchResult],
+    budget_tokens: int | None,
+    cost: Callable[[Hit], int],
+    counts: str,
+    named: str = "a budget",
+    more: str = "raise the budget",
+) -> None:
+    """Cut the hits of several queries' ``results`` (in place) to one budget they share,
+    taken in rank order across the queries: every query's best hit, then every query's
+    second, … (a query's first hit that does not fit ends its list). ``cost(hit)``: the
+    hit's tokens as the front end returns it (the CLI's printed lines; MCP's JSON);
+    ``counts`` says what in the notes (``counted as …``); ``named``: how the notes name
+    the budget (``the default budget``), ``more``: how to get more. None: no budget,
+    nothing cut (``used_tokens`` counted all the same). Before
+    (newuser24 F5) the budget was split equally and a hit charged its JSON form in the
+    CLI, 2.5x what it printed: ``--budget 150`` returned nothing, and MCP ``budget: 300``
+    with 2 queries 0 hits."""
+    for r in results:
+        r.budget_tokens = budget_tokens
+    if budget_tokens is None:  # nothing cut; ``used_tokens`` counted as the front end's
+        for r in results:
+            r.used_tokens = sum(cost(h) for h in r.hits)
+        return
+    n = len(results)
+    kept, used, ended = [0] * n, [0] * n, [False] * n
+    total = 0
+    for i in range(max((len(r.hits) for r in results), default=0)):
+        for q, r in enumerate(results):
+            if ended[q] or i >= len(r.hits):
+                continue
+            c = cost(r.hits[i])
+            if total + c > budget_tokens:
+                ended[q] = True
+                continue
+            total += c
+            used[q] += c
+            kept[q] += 1
+    shared = f" shared by {n} queries" if n > 1 else ""
+    for q, r in enumerate(results):
+        r.omitted = len(r.hits) - kept[q]
+        r.used_tokens = used[q]
+        note = ""
+        if r.omitted and not kept[q]:
+            note = (
+                f"{named} of {budget_tokens:,} tokens{shared} is less than the first hit "
+                f"needs (~{cost(r.hits[0]):,} tokens, {counts}); {more}"
+            )
+        elif r.omitted:
+            note = (
+                f"{named} of {budget_tokens:,} tokens{shared} spent ({counts}): {r.omitted} more "
+                f"hit(s) not shown; {more}, narrow the query or add filters"
+            )
+        r.hits = r.hits[: kept[q]]
+        r.note = "; ".join(x for x in (r.note, note) if x)
