@@ -287,6 +287,15 @@ def _print_summary(s: dict, held: str | None) -> None:
         )
     for t in tombstone_lines(s.get("tombstoned") or []):
         say_folded("  " + t, indent="    ")
+    rows = s.get("not_understood") or []  # transforms.drift.run_not_understood
+    records = sum(sum(r["unknown"].values()) for r in rows)
+    types = len({(r["agent"], k) for r in rows for k in r["unknown"]})
+    if records:
+        say_folded(
+            f"  {_count(records, 'record')} of {_count(types, 'type')} not understood, kept as meta: "
+            "`ctxkeep sources --coverage`",
+            indent="    ",
+        )
     alerts = s.get("coverage_alerts") or []
     for a in alerts:
         say_folded(f"  format drift: {a['message']}", indent="    ")

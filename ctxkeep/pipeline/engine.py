@@ -671,6 +671,7 @@ def _fill(s: Summary, r: dict, before: list) -> None:
         s.files_unreadable = len(bad)
         s.unreadable = [path for _agent, path in bad[:UNREADABLE_LISTED]]
     s.coverage_alerts = drift.run_alerts(before, r["coverage"])
+    s.not_understood = drift.run_not_understood(before, r["coverage"])
     unended = r.get("unended") or []
     s.lines_unended = len(unended)
     s.unended = sorted(set(unended))[:UNREADABLE_LISTED]
