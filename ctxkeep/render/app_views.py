@@ -628,13 +628,25 @@ def vault_runs(st: Store) -> tuple[list, Any]:
     try:
         got = svc_runs.recent_runs(svc_runs.RunsRequest(home=st.home)).runs
         runs = (
-            mo.ui.table([r.model_dump() for r in got], selection=None, show_data_types=False, page_size=20)
+            mo.ui.table(run_cells(got), selection=None, show_data_types=False, page_size=20)
             if got
             else mo.md("*No runs recorded yet.*")
         )
     except Exception as e:
         runs = mo.md(f"*Runs unavailable: {e.args[0] if e.args else e}.*")
     return vault, runs
+
+
+def run_cells(runs: list) -> list[dict]:
+    """The Runs table's rows from ``service.runs``' rows: a figure a run did not record
+    is ``-`` (Python's ``None`` showed: newuser24 F23), ``seconds`` to 0.1 s."""
+    out = []
+    for r in runs:
+        d = r.model_dump()
+        if isinstance(d.get("seconds"), float):
+            d["seconds"] = round(d["seconds"], 1)
+        out.append({k: "-" if v is None else v for k, v in d.items()})
+    return out
 
 
 def coverage(st: Store) -> pl.DataFrame:
