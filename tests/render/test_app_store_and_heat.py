@@ -76,6 +76,6 @@ def test_a_purge_run_has_its_real_start_and_seconds_and_empty_cells_show_a_dash(
     (run,) = [r for r in svc_runs.recent_runs(svc_runs.RunsRequest(home=store)).runs if r.flow == "purge"]
     took = (parse_utc(run.finished_at) - parse_utc(run.started_at)).total_seconds()
     assert took >= 0.3 and run.seconds is not None and abs(run.seconds - took) < 0.05
-    (cells,) = [c for c in app_views.run_cells([run])]
+    (cells,) = app_views.run_cells([run])
     assert run.bytes is None and cells["bytes"] == "-" and cells["seconds"] == round(run.seconds, 1)
     assert "None" not in str(cells)
