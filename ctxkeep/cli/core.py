@@ -121,8 +121,13 @@ def ingest(
             if bar:
                 bar[0][0].advance(bar[0][1], n)
 
+        def on_phase(name: str) -> None:  # the tail: the bar at its total says what runs
+            if bar:
+                bar[0][0].update(bar[0][1], description=f"ingest: {name}")
+
         shows.on_plan = on_plan
         shows.on_bytes = on_bytes
+        shows.on_phase = on_phase
     kept: list[svc.Interrupted | None] = []  # Ctrl-C stopped it: what the store kept
     try:
         require_paths(path or [])
@@ -228,7 +233,7 @@ def _ingest_progress(show: bool):
     )
 
     prog = Progress(
-        TextColumn("ingest"),
+        TextColumn("{task.description}"),
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
