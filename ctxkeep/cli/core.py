@@ -122,8 +122,13 @@ def ingest(
             if bar:
                 bar[0][0].advance(bar[0][1], n)
 
+        def on_phase(name: str) -> None:  # the tail: the bar at its total says what runs
+            if bar:
+                bar[0][0].update(bar[0][1], description=f"ingest: {name}")
+
         shows.on_plan = on_plan
         shows.on_bytes = on_bytes
+        shows.on_phase = on_phase
     kept: list[svc.Interrupted | None] = []  # Ctrl-C stopped it: what the store kept
     caught = Caught()  # the signal that stopped it (its exit code: 130 SIGINT, 143 SIGTERM)
     res: svc.IngestOutcome | None = None
@@ -238,7 +243,7 @@ def _ingest_progress(show: bool):
     )
 
     prog = Progress(
-        TextColumn("ingest"),
+        TextColumn("{task.description}"),
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
@@ -297,6 +302,15 @@ def _print_summary(s: dict, held: str | None) -> None:
         )
     for t in tombstone_lines(s.get("tombstoned") or []):
         say_folded("  " + t, indent="    ")
+    rows = s.get("not_understood") or []  # transforms.drift.run_not_understood
+    records = sum(sum(r["unknown"].values()) for r in rows)
+    types = len({(r["agent"], k) for r in rows for k in r["unknown"]})
+    if records:
+        say_folded(
+            f"  {_count(records, 'record')} of {_count(types, 'type')} not understood, kept as meta: "
+            "`ctxkeep sources --coverage`",
+            indent="    ",
+        )
     alerts = s.get("coverage_alerts") or []
     for a in alerts:
         say_folded(f"  format drift: {a['message']}", indent="    ")

@@ -206,24 +206,29 @@ def sources(
             + ("it)" if hidden == 1 else "them)"),
             highlight=False,
         )
-    if res.tombstones:
-        say_folded(_tombstones_line(res.tombstones), indent="  ")
+    for line in _tombstone_lines(res.tombstones):
+        say_folded(line, indent="    ")
 
 
-def _tombstones_line(tombs: list[dict]) -> str:
-    """The standing tombstones in one line: the projects by name (with the day they
-    were purged), the sessions counted (newuser23 F1)."""
-    projects = [t for t in tombs if t["scope"] == "project"]
-    sessions = len(tombs) - len(projects)
-    named = [f"project {t['value']} (purged on {(t['purged_at'] or '')[:10]})" for t in projects]
-    if sessions:
-        named.append(_count(sessions, "session"))
-    return (
-        "tombstones: "
-        + ", ".join(named)
-        + ": every ingest skips their records, new sessions of a project too "
-        "(`ctxkeep purge --reingest --project DIR` or `--session ID` lifts one)"
-    )
+def _tombstone_lines(tombs: list[dict]) -> list[str]:
+    """The standing tombstones, each on its own line: a project with the day it was
+    purged and the sessions its purge tombstoned, a session purged alone by its id;
+    then how to lift one (newuser23 F1; newuser24 F4: a session tombstone was counted
+    into the project's)."""
+    if not tombs:
+        return []
+    lines = ["tombstones (every ingest skips their records, new sessions of a project too):"]
+    for t in tombs:
+        day = (t.get("purged_at") or "")[:10] or "date not recorded"
+        if t["scope"] == "project":
+            n = len(t.get("sessions") or [])
+            lines.append(
+                f"  project {t['value']} (purged on {day}" + (f", {_count(n, 'session')})" if n else ")")
+            )
+        elif not t.get("project"):
+            lines.append(f"  session {t['value']} (purged on {day})")
+    lines.append("  (`ctxkeep purge --reingest --project DIR` or `--session ID` lifts one)")
+    return lines
 
 
 def _table(rows: list[dict]) -> None:

@@ -42,9 +42,11 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
   (warnings: a user may delete session files);
 - ``ids``: Claude Code files an older ctxkeep keyed by uuid alone (a warning naming
   ``ctxkeep reparse --rekey`` and its cost: ``pipeline.summary.rekey_advice``);
-- ``coverage``: the coverage ledger's format drift (warnings: an agent version with
-  record types ctxkeep does not understand, a parse rate below the previous version's;
-  ``transforms.drift.ledger_alerts``).
+- ``coverage``: the coverage ledger's format drift (warnings: a version's parse rate
+  below the previous version's, ``transforms.drift.ledger_alerts``); its record types
+  not understood are one neutral count in the ok line (the ledger holds no history of
+  runs, so it cannot tell a first read from a change: the ingest that met a change
+  said "format drift"; ``sources --coverage`` names them per version).
 
 ``repair`` rebuilds what is derived (FTS, DuckDB) from SQLite (an ``analytics.duckdb``
 a check found damaged is moved aside first, ``analytics.duckdb.damaged-<UTC>``, and the
@@ -511,20 +513,28 @@ def _ids_check(uuid_keyed: tuple[int, int]) -> list[Finding]:
 
 
 def _coverage_check(db: Path, immutable: bool) -> list[Finding]:
-    """The coverage ledger's drift (``transforms.drift.ledger_alerts``), one warning per
-    alert (an agent version with record types not understood, a parse rate below the
-    previous version's); ok with the number of agent versions otherwise."""
-    from ctxkeep.transforms.drift import ledger_alerts
+    """The coverage ledger's drift: one warning per version whose parse rate is below
+    the previous version's (``transforms.drift.ledger_alerts``, kind
+    ``parse_rate_dropped``); ok with the number of agent versions otherwise. The
+    records of types not understood are one neutral count (``ok``): the ledger cannot
+    tell a store's first read of a version from a change (newuser24 F8: a fresh store's
+    doctor warned 3 times)."""
+    from ctxkeep.transforms.drift import kept_as_meta, ledger_alerts
 
     try:
         rows = checks.coverage_rows(db, immutable=immutable)
     except sqlite3.DatabaseError as e:
         return [Finding("coverage", str(db), "skipped", f"the ledger cannot be read: {e}")]
-    alerts = ledger_alerts(rows)
+    alerts = [a for a in ledger_alerts(rows) if a["kind"] == "parse_rate_dropped"]
+    records = sum(u["count"] for r in rows for u in r["unknown"].values())
+    types = len({(r["agent"], k) for r in rows for k in r["unknown"]})
+    kept = kept_as_meta(records, types) if records else ""
     if not alerts:
-        return [Finding("coverage", STORE_DB, "ok", f"{len(rows)} agent versions, no drift")]
+        detail = f"{len(rows)} agent versions, no drift" + (f"; {kept}" if kept else "")
+        return [Finding("coverage", STORE_DB, "ok", detail)]
     # the message names the agent and version: the store is the where (not the agent twice: newuser24 F18)
-    return [Finding("coverage", STORE_DB, "warning", a["message"]) for a in alerts]
+    out = [Finding("coverage", STORE_DB, "warning", a["message"]) for a in alerts]
+    return out + ([Finding("coverage", STORE_DB, "ok", kept)] if kept else [])
 
 
 def check(home: Path, *, full: bool = False) -> list[Finding]:

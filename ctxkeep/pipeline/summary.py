@@ -38,6 +38,10 @@ class Summary:
     #: format drift this run met (``transforms.drift.run_alerts``: a version's parse rate
     #: dropped, a new version with record types not understood)
     coverage_alerts: list = field(default_factory=list)
+    #: record types not understood of the agents the store had never read (no drift:
+    #: ``transforms.drift.run_not_understood``), ``[{agent, agent_version, unknown:
+    #: {type: records}}]``; kept as meta entries
+    not_understood: list = field(default_factory=list)
     #: files read without one record parsed or an agent version met (garbage in an
     #: agent's folder: ``writer.unreadable_files``), their lines quarantined; the first
     #: ``engine.UNREADABLE_LISTED`` paths

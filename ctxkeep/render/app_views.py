@@ -404,7 +404,7 @@ def session_table(index: list, kept_sessions: pl.DataFrame, tz: str, table_rows:
         rows.append(
             {
                 "session": mo.Html(
-                    f'<a href="{href}" target="_top">{"↳ " if s.depth else ""}{html.escape(s.short_id)}</a>'
+                    f'<a href="{href}" target="_top" style="{LINK_STYLE}">{"↳ " if s.depth else ""}{html.escape(s.short_id)}</a>'
                 ),
                 "agent": s.agent,
                 # the figures before the texts: at 1280 px the title and project took
@@ -456,7 +456,7 @@ def resume_view(home, sid: str):
     return mo.vstack(
         [
             mo.Html(
-                f'<p><a href="{html.escape(back)}" target="_top">← the transcript</a> · resume snapshot of '
+                f'<p><a href="{html.escape(back)}" target="_top" style="{LINK_STYLE}">← the transcript</a> · resume snapshot of '
                 f"{html.escape(snap.agent)} <code>{html.escape(snap.session_id)}</code> "
                 f"(~{snap.tokens:,} tokens; <code>ctxkeep resume --session {html.escape(snap.session_id)}</code>)</p>"
             ),
@@ -506,7 +506,9 @@ def transcript_view(home, index: list, sid: str, *, tz: str, focus: str | None, 
 
         def to(k: int, label: str) -> str:
             href = "?" + urllib.parse.urlencode({"tab": "Sessions", "session": own, "page": k + 1})
-            return f'<a class="page" href="{html.escape(href)}" target="_top">{label}</a>'
+            return (
+                f'<a class="page" href="{html.escape(href)}" target="_top" style="{LINK_STYLE}">{label}</a>'
+            )
 
         links = [
             to(0, "« first") if here > 0 else "",
@@ -523,7 +525,7 @@ def transcript_view(home, index: list, sid: str, *, tz: str, focus: str | None, 
         [
             mo.Html(
                 f"<h3>Transcript · {html.escape(t.session.agent)} <code>{html.escape(own)}</code></h3>"
-                f'<p><a class="resume" href="{html.escape(resume)}" target="_top">Resume snapshot</a> '
+                f'<p><a class="resume" href="{html.escape(resume)}" target="_top" style="{LINK_STYLE}">Resume snapshot</a> '
                 "(what <code>ctxkeep resume</code> gives an agent to pick this session up)</p>" + pager
             ),
             mo.iframe(
@@ -558,13 +560,14 @@ def search_view(home, query: str, agents: list[str]):
             # (the page showed the same words twice)
             title, snippet = snippet, None
         items.append(
-            f'<li class="hit"><a href="{href}" target="_top">{html.escape(title or h.entry_id)}</a>'
+            f'<li class="hit" style="{HIT_STYLE}"><a href="{href}" target="_top" style="{LINK_STYLE}">{html.escape(title or h.entry_id)}</a>'
             f"<br><small>{html.escape(p['head'])}</small>"
             + (f"<br>{html.escape(snippet)}" if snippet else "")
             + "</li>"
         )
     return mo.Html(
-        f"<p>{len(res.hits)} hits for <b>{html.escape(res.query)}</b></p><ol>{''.join(items)}</ol>"
+        f"<p>{len(res.hits)} hits for <b>{html.escape(res.query)}</b></p>"
+        f'<ol style="padding-left:1.6em">{"".join(items)}</ol>'
         if items
         else f"<p>No hits for <b>{html.escape(res.query)}</b>.</p>"
     )
@@ -635,13 +638,33 @@ def vault_runs(st: Store) -> tuple[list, Any]:
     try:
         got = svc_runs.recent_runs(svc_runs.RunsRequest(home=st.home)).runs
         runs = (
-            mo.ui.table([r.model_dump() for r in got], selection=None, show_data_types=False, page_size=20)
+            mo.ui.table(run_cells(got), selection=None, show_data_types=False, page_size=20)
             if got
             else mo.md("*No runs recorded yet.*")
         )
     except Exception as e:
         runs = mo.md(f"*Runs unavailable: {e.args[0] if e.args else e}.*")
     return vault, runs
+
+
+#: the app's links (an inline style: marimo's page styles none of the HTML it is given).
+#: They had the body text's colour and no underline, so nothing showed they could be
+#: clicked (newuser24 F20, Chromium: rgb(15, 23, 42), text-decoration none)
+LINK_STYLE = "color:#1d4ed8;text-decoration:underline;text-underline-offset:2px"
+#: a search hit set apart from the next: a gap and a rule (the hits ran together)
+HIT_STYLE = "margin:0 0 0.8em 0;padding-bottom:0.6em;border-bottom:1px solid #e5e7eb"
+
+
+def run_cells(runs: list) -> list[dict]:
+    """The Runs table's rows from ``service.runs``' rows: a figure a run did not record
+    is ``-`` (Python's ``None`` showed: newuser24 F23), ``seconds`` to 0.1 s."""
+    out = []
+    for r in runs:
+        d = r.model_dump()
+        if isinstance(d.get("seconds"), float):
+            d["seconds"] = round(d["seconds"], 1)
+        out.append({k: "-" if v is None else v for k, v in d.items()})
+    return out
 
 
 def coverage(st: Store) -> pl.DataFrame:

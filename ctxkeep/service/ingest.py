@@ -95,7 +95,8 @@ class IngestRequest:
 class IngestProgress:
     """What a front end shows while an ingest runs (each None: nothing):
     ``on_plan(total_bytes)`` once the plan is known, ``on_bytes(n)`` as raw bytes are
-    read, ``on_wait(where)`` while another run holds the store's lock, and
+    read, ``on_phase(name)`` when the run's tail begins (``"analytics"``: every byte
+    read, the closing DuckDB sync), ``on_wait(where)`` while another run holds the store's lock, and
     ``on_server()`` before a Prefect flow run starts a temporary local server
     (``PREFECT_API_URL`` unset: 15-50 s), ``on_problem(line)`` for each of the plan's
     problems (before the run: a run that fails has said them)."""
@@ -103,6 +104,7 @@ class IngestProgress:
     on_plan: Callable[[int], None] | None = None
     on_bytes: Callable[[int], None] | None = None
     on_wait: Callable[[str], None] | None = None
+    on_phase: Callable[[str], None] | None = None
     on_server: Callable[[], None] | None = None
     on_problem: Callable[[str], None] | None = None
 
@@ -292,6 +294,7 @@ def _run(home: Path, agents, paths, as_flow: bool, runner, progress: IngestProgr
         engine.hooks.on_plan = lambda p: on_plan(p.pending_bytes or 1)
     engine.hooks.on_bytes = progress.on_bytes
     engine.hooks.on_wait = progress.on_wait
+    engine.hooks.on_phase = progress.on_phase
     try:
         if not as_flow and runner:
             from ctxkeep.pipeline import cluster
@@ -315,7 +318,7 @@ def _run(home: Path, agents, paths, as_flow: bool, runner, progress: IngestProgr
 
         return ingest_flow(str(home), agents=agents, paths=str_paths)
     finally:  # run_ingest falls back to the hooks: none outlives this call
-        engine.hooks.on_plan = engine.hooks.on_bytes = engine.hooks.on_wait = None
+        engine.hooks.on_plan = engine.hooks.on_bytes = engine.hooks.on_wait = engine.hooks.on_phase = None
 
 
 def dry_run(home: Path, req: IngestRequest) -> IngestOutcome:

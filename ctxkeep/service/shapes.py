@@ -44,7 +44,13 @@ class IngestResult(Shape):
     coverage_alerts: list[dict[str, Any]] | None = Field(
         None,
         description="format drift met: agent, agent_version, kind (new_version_unknown_types, new_unknown_types, "
-        "parse_rate_dropped), message, parse_rate, previous_rate (fractions), unknown (types)",
+        "parse_rate_dropped), message, parse_rate, previous_rate (fractions), unknown (types); a change "
+        "against what the store read before (an agent it never read raises none: not_understood)",
+    )
+    not_understood: list[dict[str, Any]] | None = Field(
+        None,
+        description="record types not understood of agents the store had never read (no drift): agent, "
+        "agent_version, unknown (type → records); kept as meta entries",
     )
     files_unreadable: int | None = Field(
         None,

@@ -69,9 +69,27 @@ class SourcesResult(Shape):
     tombstones: list[dict[str, Any]] = Field(
         default_factory=list,
         description="the standing tombstones of earlier purges: scope (project, session), value (dir or "
-        "id), purged_at (ISO-8601 UTC); every ingest skips what they name, new sessions of a project "
-        "too (`purge --reingest` lifts one)",
+        "id), purged_at (ISO-8601 UTC), a project's sessions (the session tombstones its purge added), "
+        "a session's project (when a project's purge added it); every ingest skips what they name, new "
+        "sessions of a project too (`purge --reingest` lifts one)",
     )
+
+
+def _purged_reason(purged: list[dict], files: int) -> str:
+    """Why ``purged`` (the standing tombstones of some of an agent's ``files``, one per
+    file) keep them out: ``"purged (tombstone, 2026-12-06): skipped by every ingest -
+    `ctxkeep purge --reingest --project DIR` lifts it"``, the files counted when not
+    all of them are."""
+    tombs = list({(t["scope"], t["value"]): t for t in purged}.values())
+    days = sorted({(t["purged_at"] or "")[:10] for t in tombs} - {""})
+    what = "purged" if len(purged) == files else f"{len(purged):,} of {files:,} files purged"
+    if len(tombs) == 1:
+        t = tombs[0]
+        scope, value = ("project", t["project"]) if t.get("project") else (t["scope"], t["value"])
+        lift = f"`ctxkeep purge --reingest --{scope} {value}` lifts it"
+    else:
+        lift = f"`ctxkeep purge --reingest --project DIR` or `--session ID` lifts one ({len(tombs):,} tombstones)"
+    return f"{what} (tombstone, {', '.join(days) or 'date not recorded'}): skipped by every ingest - {lift}"
 
 
 def _paths(n: int) -> str:
@@ -149,6 +167,7 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
     from ctxkeep.pipeline.summary import held_back, held_back_line
 
     tombs: list[dict] = []
+    purged_paths: dict = {}  # a purged file's path → its standing tombstone
     if (home / STORE_DB).exists():
         with reading(home) as conn:
             counts = agent_counts(conn)
@@ -158,6 +177,25 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
                     "SELECT scope, value, created_at FROM tombstones ORDER BY scope <> 'project', created_at, value"
                 )
             ]
+            # what each purge remembered (``sinks.sqlite.tombstones.add``): a project's
+            # sessions (tombstoned with it) and the files it skipped
+            owned: dict[tuple[str, str], list[str]] = {}
+            for sc, v, kind, item in conn.execute(
+                "SELECT scope, value, kind, item FROM purge_files ORDER BY scope, value, kind, item"
+            ):
+                if kind == "session":
+                    owned.setdefault((sc, v), []).append(item)
+                elif kind == "path":
+                    purged_paths.setdefault(item, (sc, v))
+            by_key = {(t["scope"], t["value"]): t for t in tombs}
+            for t in tombs:
+                if t["scope"] == "project":
+                    t["sessions"] = [
+                        sid for sid in owned.get(("project", t["value"]), []) if ("session", sid) in by_key
+                    ]
+                    for sid in t["sessions"]:
+                        by_key[("session", sid)]["project"] = t["value"]
+            purged_paths = {p: by_key[k] for p, k in purged_paths.items() if k in by_key}
             for r in held_back(conn):
                 held.setdefault(r["agent"], []).append(r)
             for agent, state in conn.execute(
@@ -170,7 +208,10 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
     for d in discoveries:
         c = counts.get(d.agent, {})
         parts = [d.reason] if d.reason else []
-        if d.files and not c.get("entries"):
+        purged = [purged_paths[str(f.path)] for f in d.files if str(f.path) in purged_paths]
+        if purged:  # every ingest skips them: "not ingested yet" misled (newuser24 F4)
+            parts.insert(0, _purged_reason(purged, len(d.files)))
+        if d.files and not c.get("entries") and len(purged) < len(d.files):
             parts.insert(0, "found but not ingested yet: run `ctxkeep ingest`")
         parts += notes.get(d.agent, [])
         if d.skipped:

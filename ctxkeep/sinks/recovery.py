@@ -251,7 +251,11 @@ def _purge(conn: sqlite3.Connection, home: Path, it: Intent, recovered: bool) ->
     sweep(conn, home, drop=pruned_captures(conn, home) if p.get("removed", {}).get("vault_shared") else ())
     changed = any(removed.get(k) for k in ("entries", "usage", "quarantine", "archived"))
     if it.step != "recorded":
-        with recorded_run(conn, "purge") as run:
+        # the purge began when its intent was created: its run row is written now, after
+        # the work (newuser24 F23: runs showed a finished_at 0.2 ms after started_at and
+        # no seconds). A purge completed after a crash keeps the intent's start too; its
+        # seconds then include the time the store lay interrupted.
+        with recorded_run(conn, "purge", started_at=it.created_at) as run:
             run.summary = {
                 **(p.get("run_summary") or {}),
                 **{f"removed_{k}": v for k, v in removed.items() if isinstance(v, int)},

@@ -48,11 +48,11 @@ def _label(agent: str, version: str) -> str:
     return f"{agent} {version}" if version else f"{agent} (version not recorded)"
 
 
-def run_alerts(before: list[dict], run: dict) -> list[dict]:
-    """The alerts of one ingest: ``before`` is ``coverage_ledger`` as it stood before
-    the run, ``run`` the run's own tallies (``writer.empty_totals()["coverage"]``:
-    ``{(agent, version): VersionTally}``). Sorted by agent and version."""
+def _prior(before: list[dict]) -> tuple[dict[tuple[str, str], dict], dict[str, set]]:
+    """The ledger before the run summed per (agent, version), and per agent the record
+    types not understood in any of its versions (an agent absent: never read)."""
     prior: dict[tuple[str, str], dict] = {}
+    agents: dict[str, set] = {}
     for r in before:
         acc = prior.setdefault(
             (r["agent"], r["agent_version"]), {"records": 0, "parsed": 0, "unknown": set()}
@@ -60,9 +60,22 @@ def run_alerts(before: list[dict], run: dict) -> list[dict]:
         acc["records"] += r["records"]
         acc["parsed"] += r["parsed"]
         acc["unknown"] |= set(r["unknown"])
+        if r["records"]:
+            agents.setdefault(r["agent"], set()).update(r["unknown"])
+    return prior, agents
+
+
+def run_alerts(before: list[dict], run: dict) -> list[dict]:
+    """The alerts of one ingest: ``before`` is ``coverage_ledger`` as it stood before
+    the run, ``run`` the run's own tallies (``writer.empty_totals()["coverage"]``:
+    ``{(agent, version): VersionTally}``). Sorted by agent and version. Drift is a
+    change against what the store read before: an agent it never read raises none
+    (its types not understood are ``run_not_understood``), and a new version of a
+    known agent only for types none of the agent's versions held."""
+    prior, agents = _prior(before)
     out = []
     for (agent, version), t in sorted(run.items(), key=lambda kv: (kv[0][0], version_key(kv[0][1]))):
-        if not t.records:
+        if not t.records or agent not in agents:
             continue
         rate = t.parsed / t.records
         unknown = {k: v[0] for k, v in t.unknown.items()}
@@ -74,14 +87,16 @@ def run_alerts(before: list[dict], run: dict) -> list[dict]:
             "unknown": sorted(unknown),
         }
         if p is None or not p["records"]:
-            if unknown:
+            new = {k: n for k, n in unknown.items() if k not in agents[agent]}
+            if new:
                 out.append(
                     dict(
                         base,
+                        unknown=sorted(new),
                         kind="new_version_unknown_types",
                         previous_rate=None,
                         message=f"{_label(agent, version)}: a version not read before, with record types "
-                        f"ctxkeep does not understand: {_fmt_types(unknown)}",
+                        f"ctxkeep does not understand: {_fmt_types(new)}",
                     )
                 )
             continue
@@ -109,27 +124,71 @@ def run_alerts(before: list[dict], run: dict) -> list[dict]:
     return out
 
 
+def run_not_understood(before: list[dict], run: dict) -> list[dict]:
+    """The record types not understood of the agents the store had never read (their
+    first ingest: no drift, nothing to compare with), ``[{"agent", "agent_version",
+    "unknown": {type: records}}]`` sorted by agent and version; the records are kept
+    as ``meta`` entries."""
+    _, agents = _prior(before)
+    return [
+        {"agent": agent, "agent_version": version, "unknown": {k: v[0] for k, v in t.unknown.items()}}
+        for (agent, version), t in sorted(run.items(), key=lambda kv: (kv[0][0], version_key(kv[0][1])))
+        if t.unknown and agent not in agents
+    ]
+
+
+def kept_as_meta(records: int, types: int) -> str:
+    """The neutral line of record types not understood (no drift): ``"3 records of 2
+    types not understood, kept as meta: `ctxkeep sources --coverage`"``."""
+    return (
+        f"{records:,} record{'s' if records != 1 else ''} of {types:,} type{'s' if types != 1 else ''} "
+        "not understood, kept as meta: `ctxkeep sources --coverage`"
+    )
+
+
 def ledger_alerts(ledger: list[dict]) -> list[dict]:
-    """What the ledger alone shows (``doctor``): per agent, each version whose records
-    hold types not understood, and each version whose parse rate is ``DROP`` or more
-    below the agent's previous version's (versions in order, at least
-    ``MIN_RECORDS`` records each)."""
-    out = []
+    """What the ledger alone shows (``doctor``): per agent, each version holding record
+    types not understood that none of the agent's earlier versions held (the agent's
+    first version, or records naming none, are no change),
+    and each version whose parse rate is ``DROP`` or more below the agent's previous
+    version's (versions in order, at least ``MIN_RECORDS`` records each). ``doctor``
+    warns for the drops only: the ledger holds no history of runs."""
+    return _ledger(ledger)
+
+
+def _ledger(ledger: list[dict]) -> list[dict]:
+    out: list[dict] = []
     prev: dict[str, dict] = {}
+    earlier: dict[str, set] = {}  # agent → types not understood by its versions before
+    seen: dict[str, set] = {}  # the same, including the version at hand
+    current: dict[str, str] = {}
     for r in ledger:  # sorted by agent, version, parser version
         agent, version = r["agent"], r["agent_version"]
+        if version and current.get(agent) != version:
+            current[agent] = version
+            if agent in seen:
+                earlier[agent] = set(seen[agent])
         rate = r["parse_rate"]
         base = {"agent": agent, "agent_version": version, "parse_rate": rate, "unknown": list(r["unknown"])}
-        if r["unknown"]:
+        counts = {k: u["count"] for k, u in r["unknown"].items()}
+        new = (
+            {k: n for k, n in counts.items() if k not in earlier[agent]}
+            if version and agent in earlier
+            else {}
+        )
+        if new:
             out.append(
                 dict(
                     base,
+                    unknown=sorted(new),
                     kind="new_unknown_types",
                     previous_rate=None,
-                    message=f"{_label(agent, version)}: record types ctxkeep does not understand: "
-                    + _fmt_types({k: u["count"] for k, u in r["unknown"].items()}),
+                    message=f"{_label(agent, version)}: record types ctxkeep does not understand, "
+                    f"not met in its earlier versions: {_fmt_types(new)}",
                 )
             )
+        if version:
+            seen.setdefault(agent, set()).update(counts)
         p = prev.get(agent)
         if (
             not r["unknown"]  # a rate lowered by types not understood is said above

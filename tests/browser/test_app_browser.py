@@ -181,6 +181,14 @@ def test_search_finds_a_corpus_phrase_and_opens_its_transcript(page, app_url, co
     _visible(page, "hits for")
     _shot(page, tmp_path, "app-search")
     hit = page.locator("li.hit a >> visible=true").first
+    # a link looks like one, and the hits are set apart (newuser24 F20: the body text's
+    # colour rgb(15, 23, 42), no underline, hits run together)
+    looks = hit.evaluate("e => [getComputedStyle(e).color, getComputedStyle(e).textDecorationLine]")
+    assert looks == ["rgb(29, 78, 216)", "underline"], looks
+    gap = page.locator("li.hit >> visible=true").first.evaluate(
+        "e => [getComputedStyle(e).marginBottom, getComputedStyle(e).borderBottomStyle]"
+    )
+    assert gap[1] == "solid" and float(gap[0].removesuffix("px")) >= 8, gap
     href = hit.get_attribute("href")
     assert "session=d3ad4cdc-5657-435d-98fa-0035d53e383d" in href  # the ai-music session
     hit.click()

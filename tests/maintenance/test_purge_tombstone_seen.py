@@ -144,8 +144,45 @@ def test_ingest_line_and_json_say_what_a_tombstone_skipped(tmp_path, store_home)
         ("project", BIG),
         ("session", first.stem),
     ]
-    line = " ".join(_cli(store_home, "sources", user=tmp_path).stdout.split())
-    assert f"tombstones: project {BIG} (purged on {stamp[:10]}), 1 session: every ingest skips" in line
+    assert src["tombstones"][0]["sessions"] == [first.stem]
+    assert src["tombstones"][1]["project"] == BIG
+    out = _cli(store_home, "sources", user=tmp_path).stdout
+    assert f"\n  project {BIG} (purged on {stamp[:10]}, 1 session)\n" in out, out
+    assert f"session {first.stem}" not in out  # its project's purge tombstoned it
+
+
+def test_sources_says_a_purged_project_is_skipped_not_waiting(tmp_path, store_home):
+    """newuser24 F4: after `purge --project`, `sources` said the project's files were
+    "found but not ingested yet: run `ctxkeep ingest`" (every ingest skips them), and
+    its footer counted an unrelated session tombstone into the project's."""
+    a, b = session_file(tmp_path, BIG, 3), session_file(tmp_path, BIG, 2)
+    other = session_file(tmp_path, "/nowhere/other", 2)
+    assert _cli(store_home, "ingest", user=tmp_path).returncode == 0
+    assert _cli(store_home, "purge", "--session", other.stem, "--yes", user=tmp_path).returncode == 0
+    assert _cli(store_home, "purge", "--project", BIG, "--yes", user=tmp_path).returncode == 0
+    assert _cli(store_home, "ingest", user=tmp_path).returncode == 0
+    day = scalar(store_home, "SELECT created_at FROM tombstones WHERE scope='project'")[:10]
+    src = json.loads(_cli(store_home, "sources", "--json", user=tmp_path).stdout)
+    (row,) = [r for r in src["rows"] if r["agent"] == "claude-code"]
+    assert row["files"] == 3 and row["entries"] == 0
+    assert row["reason"] == (
+        f"purged (tombstone, {day}): skipped by every ingest - "
+        "`ctxkeep purge --reingest --project DIR` or `--session ID` lifts one (2 tombstones)"
+    )
+    proj = {t["value"]: t for t in src["tombstones"]}
+    assert sorted(proj[BIG]["sessions"]) == sorted([a.stem, b.stem]) and "project" not in proj[other.stem]
+    out = _cli(store_home, "sources", user=tmp_path).stdout
+    assert "not ingested yet" not in out
+    assert (
+        f"\n  project {BIG} (purged on {day}, 2 sessions)\n  session {other.stem} (purged on {day})\n" in out
+    )
+    # the project alone: its lifting command named
+    other.unlink()
+    src = json.loads(_cli(store_home, "sources", "--json", user=tmp_path).stdout)
+    (row,) = [r for r in src["rows"] if r["agent"] == "claude-code"]
+    assert row["reason"] == (
+        f"purged (tombstone, {day}): skipped by every ingest - `ctxkeep purge --reingest --project {BIG}` lifts it"
+    )
 
 
 # ---------------------------------------------------------------- purge --all is a wipe

@@ -13,7 +13,7 @@ from cli_helpers import one_error_line
 from conftest import q
 from ctxkeep.cli import app
 from ctxkeep.cli.ui import marimo_command
-from ctxkeep.render import report
+from ctxkeep.render import app_views, report
 
 APP = Path(__file__).resolve().parents[2] / "ctxkeep" / "notebooks" / "app.py"
 
@@ -94,6 +94,9 @@ def test_the_transcript_view_links_to_the_sessions_resume_snapshot(corpus_store)
     _o, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Sessions", "session": sid}})
     text = defs["transcript_view"].text
     assert f'href="?tab=Sessions&amp;session={sid}&amp;resume=1"' in text
+    # styled as a link: it had the body text's colour and no underline (newuser24 F20)
+    link = re.search(r'<a class="resume"[^>]*>', text).group(0)
+    assert f'style="{app_views.LINK_STYLE}"' in link and "text-decoration:underline" in app_views.LINK_STYLE
     _o, defs = report.run_notebook(
         APP, {"store": str(home), "qp": {"tab": "Sessions", "session": sid, "resume": "1"}}
     )
@@ -180,8 +183,12 @@ def test_a_search_hit_shows_its_words_once(corpus_store):
         .results[0]
         .hits
     )
-    shown = re.findall(r'<li class="hit">(.*?)</li>', app_views.search_view(home, query, []).text, re.S)
+    page = app_views.search_view(home, query, []).text
+    shown = re.findall(r'<li class="hit"[^>]*>(.*?)</li>', page, re.S)
     assert len(shown) == len(hits) > 3
+    # each hit set apart (a gap, a rule), its title styled as a link (newuser24 F20)
+    assert page.count(f'<li class="hit" style="{app_views.HIT_STYLE}">') == len(hits)
+    assert all(f'style="{app_views.LINK_STYLE}"' in re.search(r"<a [^>]*>", li).group(0) for li in shown)
     repeated = 0
     for hit, li in zip(hits, shown, strict=True):
         p = dict(hit.render())

@@ -45,3 +45,37 @@ def test_a_purged_projects_file_is_not_called_at_risk(tmp_path, monkeypatch):
     words = app_views.at_risk_words(v)
     assert words.startswith("no file at risk; 1 file of what you purged"), words
     assert "files at risk" not in words
+
+
+def test_a_purge_run_has_its_real_start_and_seconds_and_empty_cells_show_a_dash(tmp_path, monkeypatch):
+    """newuser24 F23: a purge's run row was written after the work with a fresh
+    started_at (finished_at 0.2 ms later), seconds None, and the app showed ``None``."""
+    from ctxkeep.service import runs as svc_runs
+    from ctxkeep.sinks.sqlite import intents
+    from ctxkeep.timeutil import parse_utc
+
+    user = tmp_path / "user"
+    p = user / ".claude" / "projects" / "-tmp-client" / f"{SID}.jsonl"
+    p.parent.mkdir(parents=True)
+    p.write_bytes(
+        _line(1, "user", "plan", sid=SID, cwd="/tmp/client")
+        + _line(2, "assistant", "ok", sid=SID, cwd="/tmp/client")
+    )
+    monkeypatch.setenv("HOME", str(user))
+    store = tmp_path / "store"
+    run_ingest(store, ctx=DiscoveryContext(home=user, env={}))
+    real_begin = intents.begin
+
+    def slow_begin(*a, **k):  # the purge's work after its intent takes 0.3 s
+        out = real_begin(*a, **k)
+        time.sleep(0.3)
+        return out
+
+    monkeypatch.setattr(intents, "begin", slow_begin)
+    purge_named(store, PurgeRequest("project", project_dir="/tmp/client"))
+    (run,) = [r for r in svc_runs.recent_runs(svc_runs.RunsRequest(home=store)).runs if r.flow == "purge"]
+    took = (parse_utc(run.finished_at) - parse_utc(run.started_at)).total_seconds()
+    assert took >= 0.3 and run.seconds is not None and abs(run.seconds - took) < 0.05
+    (cells,) = app_views.run_cells([run])
+    assert run.bytes is None and cells["bytes"] == "-" and cells["seconds"] == round(run.seconds, 1)
+    assert "None" not in str(cells)

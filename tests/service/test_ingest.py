@@ -205,3 +205,30 @@ def test_the_plan_runs_with_the_collector_off_and_it_is_on_again_after(tmp_path,
     # nothing new, DuckDB behind: the engine catches it up, the collector on
     assert svc.ingest(tmp_path / "home", req).summary["entries_new"] == 0
     assert gc.isenabled() and seen[3:] == [("plan", False), ("engine", True)], seen
+
+
+def test_the_runs_tail_is_named_after_its_last_bytes(tmp_path, monkeypatch):
+    """newuser24 F7: the bar sat at 48.2/48.2 MB while the run synced DuckDB; the
+    engine now names the tail (``hooks.on_phase("analytics")``) after every byte was
+    counted, and the service hands the front end's ``on_phase`` to it."""
+    from ctxkeep.pipeline import engine
+
+    path = _session(tmp_path)
+    events: list[tuple[str, object]] = []
+    monkeypatch.setattr(engine.hooks, "on_bytes", lambda n: events.append(("bytes", n)))
+    monkeypatch.setattr(engine.hooks, "on_phase", lambda name: events.append(("phase", name)))
+    s = engine.run_ingest(tmp_path / "home", paths=[path], defer_analytics=False)
+    assert s.entries_new == 6 and "analytics" in s.analytics
+    assert [e for e in events if e[0] == "phase"] == [("phase", "analytics")]
+    assert events[-1] == ("phase", "analytics")
+    assert sum(n for k, n in events if k == "bytes") == path.stat().st_size
+    # the service's wiring: the front end's on_phase reaches the engine, and is gone after
+    seen: list = []
+    monkeypatch.setattr(engine.hooks, "on_bytes", None)
+    monkeypatch.setattr(engine.hooks, "on_phase", None)
+    monkeypatch.setattr(
+        engine, "run_ingest", lambda *a, **k: seen.append(engine.hooks.on_phase) or engine.Summary()
+    )
+    mark = lambda name: None  # noqa: E731
+    svc._run(tmp_path / "home2", None, [path], False, None, svc.IngestProgress(on_phase=mark))
+    assert seen == [mark] and engine.hooks.on_phase is None

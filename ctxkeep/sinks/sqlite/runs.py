@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxkeep.sinks.sqlite.connection import connect, write
-from ctxkeep.timeutil import now_iso
+from ctxkeep.timeutil import now_iso, parse_utc, utc_now
 
 
 @dataclass
@@ -42,7 +42,11 @@ class RunRecord:
 
 @contextmanager
 def recorded_run(
-    store: sqlite3.Connection | Path | None, flow: str, *, t0: float | None = None
+    store: sqlite3.Connection | Path | None,
+    flow: str,
+    *,
+    t0: float | None = None,
+    started_at: str | None = None,
 ) -> Iterator[RunRecord]:
     """Record the ``with`` block as a run of ``flow`` (``"ingest"``, ``"purge"`` ...) in
     ``runs``.
@@ -54,6 +58,10 @@ def recorded_run(
             still runs and is timed.
         t0: ``time.perf_counter()`` at the run's real start (before the lock was
             awaited, the plan made ...); None: the run is not timed.
+        started_at: the run's real start (ISO-8601 UTC) when the row is written after
+            the work (a purge records its run when its crash-safe intent, created
+            at the start, completes: ``sinks.recovery._purge``): ``started_at`` and,
+            without ``t0``, ``seconds`` (wall time from it) come from it.
 
     The status is ``ok`` when the block ends normally, ``interrupted`` on
     KeyboardInterrupt, ``failed`` on any other exception (re-raised). A timed run's
@@ -61,7 +69,7 @@ def recorded_run(
     """
     run = RunRecord(flow)
     if store is not None:
-        run.run_id = _with_conn(store, lambda c: _start(c, flow))
+        run.run_id = _with_conn(store, lambda c: _start(c, flow, started_at))
     try:
         yield run
         run.status = "interrupted" if run.stopped else "ok"
@@ -74,6 +82,8 @@ def recorded_run(
     finally:
         if t0 is not None:
             run.seconds = round(time.perf_counter() - t0, 3)
+        elif started_at:
+            run.seconds = round((utc_now() - parse_utc(started_at)).total_seconds(), 3)
         run_id = run.run_id
         if store is not None and run_id is not None:  # run_id is set only with a store
             summary = run.summary() if callable(run.summary) else dict(run.summary)
@@ -92,10 +102,11 @@ def _with_conn(store: sqlite3.Connection | Path, fn: Callable[[sqlite3.Connectio
         conn.close()
 
 
-def _start(conn: sqlite3.Connection, flow: str) -> int | None:
+def _start(conn: sqlite3.Connection, flow: str, started_at: str | None = None) -> int | None:
     with write(conn):
         return conn.execute(
-            "INSERT INTO runs(flow, started_at, status) VALUES(?,?,'running')", (flow, now_iso())
+            "INSERT INTO runs(flow, started_at, status) VALUES(?,?,'running')",
+            (flow, started_at or now_iso()),
         ).lastrowid
 
 
