@@ -32,7 +32,7 @@ from ctxkeep.sinks.sqlite.lookup import resolve_session
 from ctxkeep.sinks.vault import manifest
 from ctxkeep.sinks.vault.packs import vault_dir
 from ctxkeep.sources.contract import DiscoveryContext
-from ctxkeep.sources.readers.sidecar import SHARED
+from ctxkeep.sources.readers.sidecar import SHARED, SIDECAR
 from ctxkeep.timeutil import parse_utc
 
 DAY_NS = 86_400 * 10**9
@@ -568,6 +568,8 @@ def vault_restore(
     redacted as the vault keeps it); without ``to`` it is named in ``skipped_rows``
     (and restoring only such a session is an error saying to pass ``--to``).
 
+    A sidecar's target that already holds the bytes to write is left as it is (not
+    listed).
     Nothing is written when one target exists and ``force`` is not given (but for a
     sidecar several sessions share, ``sources.readers.sidecar.SHARED``: on disk, it is
     left as it is, named in ``left_shared``; ``force`` overwrites it too). ``dry_run``:
@@ -710,6 +712,10 @@ def _restore(
             (g, [x for x in ts if not (g.meta.get(SHARED) and (x[0].exists() or x[0].is_symlink()))])
             for g, ts in plans
         ]
+    if not force:  # a sidecar whose target holds the very bytes to write (a Kiro IDE
+        # session's execution log the IDE kept when the session went) is no conflict:
+        # left as it is (a transcript's target on disk still is one)
+        plans = [(g, [x for x in ts if not (g.meta.get(SIDECAR) and _holds(x[0], x[1]))]) for g, ts in plans]
     exists = [str(t) for _, ts in plans for t, _d, _m in ts if t.exists() or t.is_symlink()]
     if exists and not force and not dry_run:  # a failure (exit 1), not wrong usage: the command was right
         raise CtxkeepError(
@@ -755,6 +761,17 @@ def _restore(
         "interrupted": stop.name if not_started else None,
         "not_started": not_started,
     }
+
+
+def _holds(target: Path, data: bytes) -> bool:
+    """Whether ``target`` is a regular file (not a symlink) holding exactly ``data``."""
+    try:
+        st = os.lstat(target)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+            return False
+        return target.read_bytes() == data
+    except OSError:
+        return False
 
 
 def _stopped_result(sid, dry_run: bool, rows_only: list, not_restored: list, stop, n: int) -> dict:

@@ -25,7 +25,9 @@ the session grows (mode ``rewrite``, ``readers.document``), read as agentsview 0
   readCode | …), input {file, originalContent, modifiedContent, …}, output
   {message}}]}``: ``say`` is the model's text, the others are tool actions;
   without a log the turn's text is its ``content``, else its ``promptLogs``
-  completions.
+  completions. The vault keeps each log as a sidecar of the session whose history
+  names its ``executionId`` (``exec_log_sidecars``; ``EXEC_LOG_KIND``), read through
+  ``VIEW`` on a reparse.
 - **chat files** (older): ``<root>/<workspace hash>/<file hash>.chat`` ``{executionId,
   actionId, chat [{role (human | bot | tool), content}], metadata {modelId, workflow,
   workflowId, startTime, endTime (Unix ms)}}``; human turns that open with ``# System
@@ -49,7 +51,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Iterator
+import os
+import re
+import stat
+from collections.abc import Callable, Collection, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,6 +64,7 @@ import orjson
 from ctxkeep.sources._util import compact_json, dict_at, json_object, nonempty, title_entry
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
+    REASON_OUTSIDE,
     Batch,
     Discovery,
     DiscoveryContext,
@@ -114,12 +120,13 @@ def index_sidecar(path: Path) -> SourceFile:
 
 
 def sidecars_of(path: Path) -> list[SourceFile]:
-    """The sidecar of a workspace session at ``path`` on disk: its folder's index (an
-    ``ingest --path`` of the session takes it in too)."""
+    """The sidecars of a workspace session at ``path`` on disk: its folder's index and
+    its execution logs (``exec_log_sidecars``; an ``ingest --path`` of the session takes
+    them in too)."""
     p = path.with_name(INDEX)
     if path.suffix != ".json" or path.name == INDEX or path.parent.parent.name != "workspace-sessions":
         return []
-    return [index_sidecar(p)] if p.is_file() else []
+    return ([index_sidecar(p)] if p.is_file() else []) + exec_log_sidecars(path.parent.parent.parent, [path])
 
 
 def shared_without(data: bytes, sessions: Collection[str]) -> bytes:
@@ -151,20 +158,155 @@ def shared_without(data: bytes, sessions: Collection[str]) -> bytes:
     return (out + ("\n" if text.endswith("\n") else "")).encode("utf-8", "surrogateescape")
 
 
+#: an execution log's sidecar kind (``exec_log_sidecars``)
+EXEC_LOG_KIND = "execution-log"
+#: the head of an execution log whose first key is its ``executionId`` (as the IDE
+#: writes it): read without parsing the whole log (its actions hold whole files)
+_EID_HEAD = re.compile(rb'\A\s*\{\s*"executionId"\s*:\s*("(?:[^"\\]|\\.)*")')
+_HEAD_BYTES = 4096
+#: path → ((size, mtime_ns), what was read of it): session documents' ties
+#: (``_session_ties``) and logs' execution ids (``_log_execution``), read again only
+#: when the file's size or mtime changes (a watcher's or a long process's discoveries)
+_TIES: dict[str, tuple[tuple[int, int], Any]] = {}
+
+
+def _cached(path: str, st: os.stat_result, fn: Callable[[str], Any]) -> Any:
+    key = (st.st_size, st.st_mtime_ns)
+    hit = _TIES.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    got = fn(path)
+    _TIES[path] = (key, got)
+    return got
+
+
+def _read_ties(path: str) -> tuple[str | None, str, tuple[str, ...]]:
+    try:
+        with open(path, "rb") as f:
+            doc = orjson.loads(f.read())
+    except (OSError, orjson.JSONDecodeError):
+        return None, Path(path).stem, ()
+    if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
+        return None, Path(path).stem, ()
+    eids = {nonempty(h.get("executionId")) for h in doc["history"] if isinstance(h, dict)}
+    sid = nonempty(doc.get("sessionId")) or Path(path).stem
+    return nonempty(doc.get("workspaceDirectory")), sid, tuple(sorted(e for e in eids if e))
+
+
+def _session_ties(path: Path) -> tuple[str | None, str, tuple[str, ...]]:
+    """A workspace session's ``(workspaceDirectory or None, sessionId, its history's
+    executionIds)`` (``(None, stem, ())`` for a file that is no session), cached by
+    the file's size and mtime (``_TIES``)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None, path.stem, ()
+    return _cached(str(path), st, _read_ties)
+
+
+def _read_execution(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_HEAD_BYTES)
+            m = _EID_HEAD.match(head)
+            if m:
+                got = orjson.loads(m.group(1))
+                return got if isinstance(got, str) and got else None
+            doc = orjson.loads(head + f.read())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return nonempty(doc.get("executionId")) if isinstance(doc, dict) else None
+
+
+def _log_execution(path: str, st: os.stat_result) -> str | None:
+    """An execution log's ``executionId`` (None when it has none): from its head when
+    it is the first key (one 4 KB read), else the whole JSON; cached (``_TIES``)."""
+    return _cached(path, st, _read_execution)
+
+
+def _inside(root: Path, path: Path) -> bool:
+    """Whether ``path`` (a symlink) resolves to a file under ``root`` (resolved too)."""
+    real = os.path.realpath(root)
+    return os.path.commonpath([real, os.path.realpath(path)]) == real
+
+
+def exec_log_sidecars(root: Path, sessions: list[Path], d: Discovery | None = None) -> list[SourceFile]:
+    """The execution logs (module doc) of the workspace ``sessions`` under ``root``,
+    each a sidecar of the session whose ``history[].executionId`` names it (``SIDECAR_OF``
+    the session's file, meta ``session``, ``execution``; not shared: a log holds one
+    execution of one session). A session's workspace is its ``workspaceDirectory``,
+    else its folder index's; its logs lie in ``root/ws_hash(workspace)/EXEC_SUBDIR``. A
+    log no session names is not taken. A symlink whose target lies outside ``root`` is
+    not read (counted in ``d.skipped`` as ``REASON_OUTSIDE`` when ``d`` is given).
+
+    Cost: one read of each session document and one 4 KB head of each log, each cached
+    by the file's size and mtime for the process (``_TIES``)."""
+    ties: dict[str, dict[str, tuple[Path, str]]] = {}
+    for p in sessions:
+        ws, sid, eids = _session_ties(p)
+        if not eids:
+            continue
+        if not ws:
+            ws = next(
+                (
+                    nonempty(x.get("workspaceDirectory"))
+                    for x in _index(p.parent)
+                    if x.get("sessionId") == sid
+                ),
+                None,
+            )
+        if ws:
+            mine = ties.setdefault(ws, {})
+            for e in eids:
+                mine.setdefault(e, (p, sid))
+    out: list[SourceFile] = []
+    for ws in sorted(ties):
+        folder = root / ws_hash(ws) / EXEC_SUBDIR
+        try:
+            with os.scandir(folder) as it:
+                found = sorted((e.name, e.path, e.is_symlink()) for e in it if not e.name.startswith("."))
+        except OSError:
+            continue
+        for _name, path, link in found:
+            if link and not _inside(root, Path(path)):
+                if d is not None:
+                    d.skip(path, REASON_OUTSIDE)
+                continue
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            eid = _log_execution(path, st)
+            tie = ties[ws].get(eid) if eid else None
+            if tie is None:
+                continue
+            of, sid = tie
+            meta = sidecar.meta(EXEC_LOG_KIND, of, session=sid, execution=eid)
+            out.append(SourceFile(AGENT, Path(path), sidecar.MODE, meta))
+    return out
+
+
 def discover(ctx: DiscoveryContext) -> Discovery:
     """Find ``workspace-sessions/*/<uuid>.json`` and ``<hash>/<hash>.chat`` files, and
-    each workspace folder's ``sessions.json`` (a sidecar: ``index_sidecar``)."""
+    each workspace folder's ``sessions.json`` (a sidecar: ``index_sidecar``) and the
+    sessions' execution logs (sidecars of their session: ``exec_log_sidecars``)."""
     d = Discovery(AGENT)
     for root in [*roots(ctx), *ctx.extra_dirs]:
         d.searched.append(root)
         if not root.is_dir():
             continue
+        sessions: list[Path] = []
         for p in sorted_paths(root.glob("workspace-sessions/*/*.json")):
             if p.name != INDEX:
-                d.add(p, MODE)
+                if d.add(p, MODE):
+                    sessions.append(p)
             else:
                 side = index_sidecar(p)
                 d.add(p, sidecar.MODE, side.meta)
+        for side in exec_log_sidecars(root, sessions, d):
+            d.add(side.path, sidecar.MODE, side.meta)
         d.add_glob(root, ["*/*.chat"], MODE)
     d.explain_empty(roots(ctx)[0], "no Kiro IDE workspace-sessions/*/<id>.json or <hash>/*.chat found")
     return d
@@ -222,16 +364,24 @@ def ws_hash(workspace: str) -> str:
 
 
 def _exec_logs(root: Path, workspace: str | None) -> dict[str, dict]:
-    """executionId → execution log of a workspace (``{}`` without one)."""
+    """executionId → execution log of a workspace (``{}`` without one): the logs on
+    disk and those a reparse reads from the vault (``VIEW``: sidecars of their
+    sessions, ``exec_log_sidecars``), read through ``json_object`` (``VIEW`` applies)."""
     if not workspace:
         return {}
     folder = root / ws_hash(workspace) / EXEC_SUBDIR
     out: dict[str, dict] = {}
-    try:
-        files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    try:  # (a symlink out of ``root`` is not read: discovery refuses it too)
+        files = {
+            p
+            for p in folder.iterdir()
+            if not p.name.startswith(".") and p.is_file() and (not p.is_symlink() or _inside(root, p))
+        }
     except OSError:
-        return {}
-    for p in files:
+        files = set()
+    # a reparse with the folder gone reads the vault's newest of each (``VIEW``)
+    files |= {Path(k) for k in VIEW if os.path.dirname(k) == str(folder)}
+    for p in sorted(files):
         log = json_object(p)
         eid = nonempty(log.get("executionId"))
         if eid:

@@ -57,6 +57,9 @@ def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     ws = user / KIRO_WS
     doc = json.loads((ws / f"{KEPT}.json").read_bytes())
     doc.update(sessionId=GONE, title=TITLE)
+    for h in doc["history"]:  # (its own execution, of no log: KEPT's log stays KEPT's)
+        if "executionId" in h:
+            h["executionId"] = "exec-99"
     (ws / f"{GONE}.json").write_text(json.dumps(doc))
     index = json.loads((ws / "sessions.json").read_bytes())
     index.append(dict(index[0], sessionId=GONE, title=TITLE, dateCreated="1781700000000"))
@@ -160,7 +163,8 @@ def test_a_purge_of_the_last_session_still_takes_the_index(tmp_path, monkeypatch
     r = json.loads(_cli("purge", "--session", GONE, "--yes", "--json", "--home", str(store)).stdout)
     assert r["removed"]["vault_shared"] == 1
     r = json.loads(_cli("purge", "--session", KEPT, "--yes", "--json", "--home", str(store)).stdout)
-    assert r["removed"]["vault_shared"] == 0 and r["removed"]["vault_files"] == 2
+    # (the session, the index and the session's execution log)
+    assert r["removed"]["vault_shared"] == 0 and r["removed"]["vault_files"] == 3
     assert _index_gens(store, ws) == []
 
 

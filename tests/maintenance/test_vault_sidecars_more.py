@@ -43,6 +43,9 @@ CLINE_TASK = ".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/17330
 KIRO_ROOT = ".config/Kiro/User/globalStorage/kiro.kiroagent"
 KIRO_WS = f"{KIRO_ROOT}/workspace-sessions/L2hvbWUvZGV2L3Nob3A"
 KIRO_SID = "7e6d5c4b-3a29-4817-a6b5-c4d3e2f1a0b9"
+KIRO_HASH = "e828acfc792e3bbcd2a6c6c35323cb44"  # sha256("/home/dev/shop")[:32]
+KIRO_LOGS = f"{KIRO_ROOT}/{KIRO_HASH}/414d1636299d2b9e4ce7e17fb11f63e9"
+KIRO_LOG = f"{KIRO_LOGS}/b1c2d3e4f5"  # exec-42, named by the session's history
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,16 @@ CASES = {
         KIRO_WS,
         KIRO_SID[:8],
         (f"{KIRO_ROOT}/workspace-sessions",),
-        3,  # the session, its index, the older .chat file
+        4,  # the session, its index, its execution log, the older .chat file
+    ),
+    "kiro-ide-log": Case(
+        "kiro-ide",
+        ("kiro-ide",),
+        KIRO_LOG,
+        f"{KIRO_WS}/{KIRO_SID}.json",
+        KIRO_SID[:8],
+        (f"{KIRO_ROOT}/workspace-sessions", f"{KIRO_ROOT}/{KIRO_HASH}"),
+        4,
     ),
 }
 
@@ -136,9 +148,10 @@ def _bytes(store: Path, path: Path) -> list[bytes]:
         conn.close()
 
 
-@pytest.mark.parametrize("agent", sorted(CASES))
-def test_vaulted_counted_revaulted_and_restored_byte_for_byte(tmp_path, monkeypatch, agent):
-    case = CASES[agent]
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_vaulted_counted_revaulted_and_restored_byte_for_byte(tmp_path, monkeypatch, name):
+    case = CASES[name]
+    agent = case.agent
     user = _home(tmp_path, case)
     monkeypatch.setenv("HOME", str(user))
     store = tmp_path / "store"
@@ -166,8 +179,10 @@ def test_vaulted_counted_revaulted_and_restored_byte_for_byte(tmp_path, monkeypa
         doc["model_usage"].append(
             {"ts": 1733050009000, "model_id": "m2", "model_provider_id": "x", "mode": "plan"}
         )
-    else:  # a new session in the workspace
+    elif name == "kiro-ide":  # a new session in the workspace
         doc.append(dict(doc[0], sessionId="0a1b2c3d", title="Another"))
+    else:  # one more action of the execution
+        doc["actions"].append({"actionId": "act-4", "actionType": "say", "output": {"message": "Also tax."}})
     side.write_text(json.dumps(doc, indent=1))
     os.utime(side, ns=(MTIME_NS + 10**9, MTIME_NS + 10**9))
     _ingest(user, store, agent)
@@ -198,13 +213,14 @@ def test_vaulted_counted_revaulted_and_restored_byte_for_byte(tmp_path, monkeypa
     assert _tree(user) == want
 
 
-@pytest.mark.parametrize("agent", sorted(CASES))
-def test_no_secret_reaches_a_vault_byte(tmp_path, monkeypatch, agent):
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_no_secret_reaches_a_vault_byte(tmp_path, monkeypatch, name):
     from fixtures.secrets import positives
 
     cases = positives(11)
     values = {s for c in cases for s in c.secrets if s}
-    case = CASES[agent]
+    case = CASES[name]
+    agent = case.agent
     user = _home(tmp_path, case)
     monkeypatch.setenv("HOME", str(user))
     side = user / case.sidecar
@@ -214,9 +230,18 @@ def test_no_secret_reaches_a_vault_byte(tmp_path, monkeypatch, agent):
         doc += [{"content": "check " + c.text, "status": "pending", "activeForm": "checking"} for c in cases]
     elif agent == "cline":
         doc["files_in_context"] = [{"path": c.text, "record_state": "active"} for c in cases]
-    else:
+    elif name == "kiro-ide":
         doc += [
             {"sessionId": f"x{i}", "title": c.text, "dateCreated": "1781600000001"}
+            for i, c in enumerate(cases)
+        ]
+    else:  # an edit whose file content quotes a credential
+        doc["actions"] += [
+            {
+                "actionId": f"s{i}",
+                "actionType": "replace",
+                "input": {"file": "x.py", "modifiedContent": c.text},
+            }
             for i, c in enumerate(cases)
         ]
     side.write_text(json.dumps(doc, indent=2))
@@ -237,14 +262,18 @@ def test_no_secret_reaches_a_vault_byte(tmp_path, monkeypatch, agent):
     assert side.read_bytes() == data and by[str(side)]["redactions"] == g.redactions
 
 
-@pytest.mark.parametrize("agent", sorted(CASES))
-def test_a_symlink_out_of_the_agents_folder_is_refused(tmp_path, monkeypatch, agent):
-    case = CASES[agent]
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_symlink_out_of_the_agents_folder_is_refused(tmp_path, monkeypatch, name):
+    case = CASES[name]
+    agent = case.agent
     user = _home(tmp_path, case)
     monkeypatch.setenv("HOME", str(user))
     outside = tmp_path / "elsewhere" / "secrets.json"
     outside.parent.mkdir()
     outside.write_text('["not the agent\'s"]')
+    if name == "kiro-ide-log":  # a log of the session's execution, to be tied if it were read
+        say = {"actionId": "x", "actionType": "say", "output": {"message": "not the agent's"}}
+        outside.write_text(json.dumps({"executionId": "exec-42", "actions": [say]}))
     side = user / case.sidecar
     side.unlink()
     side.symlink_to(outside)
@@ -255,10 +284,11 @@ def test_a_symlink_out_of_the_agents_folder_is_refused(tmp_path, monkeypatch, ag
     _ingest(user, store, agent)
     assert str(side) not in _held(store)
     assert not [p for p, g in _held(store).items() if b"not the agent" in _bytes(store, Path(p))[-1]]
+    assert not q(store, "SELECT 1 FROM chunks WHERE text LIKE '%not the agent%'")  # nor parsed
     # an `ingest --path <transcript>` (the hooks) refuses it too
     from ctxkeep.pipeline.plan import plan
 
-    transcript = user / (case.of if agent != "kiro-ide" else f"{KIRO_WS}/{KIRO_SID}.json")
+    transcript = user / (case.of if name != "kiro-ide" else f"{KIRO_WS}/{KIRO_SID}.json")
     p = plan(tmp_path / "store2", None, paths=[transcript], ctx=_ctx(user))
     todo = {str(f.path): f.agent for f, _ in p.todo}
     assert todo[str(transcript)] == agent and str(side) not in todo
@@ -326,6 +356,9 @@ def test_kiro_index_is_shared_by_its_folders_sessions(tmp_path, monkeypatch):
     other = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
     doc = json.loads((ws / f"{KIRO_SID}.json").read_bytes())
     doc.update(sessionId=other, title="Second session")
+    for h in doc["history"]:  # (its own execution, of no log)
+        if "executionId" in h:
+            h["executionId"] = "exec-99"
     (ws / f"{other}.json").write_text(json.dumps(doc))
     index = json.loads((ws / "sessions.json").read_bytes())
     index.append(dict(index[0], sessionId=other, title="Second session", dateCreated="1781700000000"))
@@ -356,7 +389,76 @@ def test_kiro_index_is_shared_by_its_folders_sessions(tmp_path, monkeypatch):
     r = json.loads(_cli("purge", "--session", other, "--yes", "--json", "--home", str(store)).stdout)
     assert r["removed"]["vault_files"] == 1 and idx in _held(store)
     r = json.loads(_cli("purge", "--session", KIRO_SID, "--yes", "--json", "--home", str(store)).stdout)
-    assert r["removed"]["vault_files"] == 2 and idx not in _held(store)
+    # (the session, the index and the session's execution log)
+    assert r["removed"]["vault_files"] == 3 and idx not in _held(store)
+
+
+def test_kiro_execution_logs_are_sidecars_of_their_session(tmp_path, monkeypatch):
+    """An execution log holds the session's tool actions (whole files) and the model's
+    ``say`` text: it is a sidecar of the session whose history names its executionId (a
+    log no session names is not taken). With the logs' folder gone, a reparse reads the
+    vault's and gives the same tool rows; ``ingest --path`` of the session takes its
+    logs; a purge of the session takes its logs out of the vault, not the other's."""
+    from ctxkeep.pipeline.plan import plan
+
+    case = CASES["kiro-ide-log"]
+    user = _home(tmp_path, case)
+    monkeypatch.setenv("HOME", str(user))
+    ws, logs = user / KIRO_WS, user / KIRO_LOGS
+    other = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+    doc = json.loads((ws / f"{KIRO_SID}.json").read_bytes())
+    doc.update(sessionId=other, title="Second session")
+    for h in doc["history"]:
+        if "executionId" in h:
+            h["executionId"] = "exec-77"
+    (ws / f"{other}.json").write_text(json.dumps(doc))
+    edit = {"file": "tax.py", "originalContent": "", "modifiedContent": "RATE = 0.2\n"}
+    acts = [
+        {"actionId": "b-1", "actionType": "create", "input": edit, "output": {"message": "created"}},
+        {"actionId": "b-2", "actionType": "say", "output": {"message": "Tax rate added."}},
+    ]
+    (logs / "a0b1c2").write_text(json.dumps({"executionId": "exec-77", "actions": acts}))
+    (logs / "dead00").write_text(json.dumps({"executionId": "exec-gone", "actions": []}))
+    store = tmp_path / "store"
+    _ingest(user, store, "kiro-ide")
+    held = _held(store)
+    ties = {
+        Path(p).name: (g.meta["sidecar_of"], g.meta["session"], g.meta["execution"])
+        for p, g in held.items()
+        if g.meta.get("sidecar") == "execution-log"
+    }
+    assert ties == {
+        "b1c2d3e4f5": (str(ws / f"{KIRO_SID}.json"), KIRO_SID, "exec-42"),
+        "a0b1c2": (str(ws / f"{other}.json"), other, "exec-77"),
+    }  # (dead00: no session names exec-gone)
+    sql = (
+        "SELECT session_id, native_id, role, kind, tool_name, "
+        "(SELECT group_concat(t, '') FROM (SELECT ch.text AS t FROM chunks ch JOIN contents c "
+        "ON c.content_id = ch.content_id WHERE c.content_hash = e.content_hash ORDER BY ch.seq)) "
+        "FROM entries e ORDER BY session_id, rowid"
+    )
+    before = q(store, sql)
+    tools = [r for r in before if r[3] in ("tool_call", "tool_result")]
+    assert [(r[0][:8], r[1], r[4]) for r in tools if r[3] == "tool_call"] == [
+        ("0a1b2c3d", "b-1", "create"),
+        ("7e6d5c4b", "act-1", "readCode"),
+        ("7e6d5c4b", "act-3", "replace"),
+    ]
+    assert ("0a1b2c3d", "Tax rate added.") in {(r[0][:8], r[5]) for r in before}
+    # the IDE's log folder gone: the reparse reads the vault's logs
+    shutil.rmtree(user / f"{KIRO_ROOT}/{KIRO_HASH}")
+    _cli("reparse", "--agent", "kiro-ide", "--home", str(store))
+    after = q(store, sql)
+    assert after == before
+    _cli("vault", "restore", "--all-missing", "--home", str(store))
+    # `ingest --path <session>` (the hooks) takes that session's logs, not the other's
+    p = plan(tmp_path / "fresh", None, paths=[ws / f"{other}.json"], ctx=_ctx(user))
+    assert sorted(f.path.name for f, _ in p.todo) == [f"{other}.json", "a0b1c2", "sessions.json"]
+    # a purge of a session takes its log with it
+    r = json.loads(_cli("purge", "--session", other, "--yes", "--json", "--home", str(store)).stdout)
+    assert r["removed"]["vault_files"] == 2
+    held = _held(store)
+    assert str(logs / "a0b1c2") not in held and str(user / KIRO_LOG) in held
 
 
 def test_belongs_ties_a_shared_sidecar_to_any_session_of_its_folder():

@@ -24,8 +24,9 @@ CHAT = "e828acfc792e3bbcd2a6c6c35323cb44:9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 def test_workspace_session_execution_log_and_chat_file(tmp_path):
     store = tmp_path / "store"
     s = ingest(fixture_home("kiro-ide", tmp_path / "home"), store, agents="kiro-ide")
-    # (and the workspace's ``sessions.json``: a sidecar, for the vault, no entries)
-    assert s.files_read == 3 and s.quarantined == 0
+    # (and the workspace's ``sessions.json`` and the session's execution log: sidecars,
+    # for the vault, no entries)
+    assert s.files_read == 4 and s.quarantined == 0
     assert kinds(store, "kiro-ide") == {
         "user/message": 2,
         "assistant/message": 3,
@@ -83,13 +84,17 @@ def test_env_dir_and_a_late_execution_log(tmp_path, monkeypatch):
     assert sorted(f.path.name for f in found) == [
         f"{SID}.json",
         "9f8e7d6c5b4a39281706f5e4d3c2b1a0.chat",
+        "b1c2d3e4f5",  # the execution log, a sidecar of the session that names exec-42
         "sessions.json",  # the index, a sidecar the folder's sessions share
     ]
     folder = next(root.glob("workspace-sessions/*"))
+    session = next(root.glob(f"workspace-sessions/*/{SID}.json"))
     assert [f.meta for f in found if f.path.name == "sessions.json"] == [
         {"sidecar": "session-index", "sidecar_of": str(folder), "shared": True}
     ]
-    session = next(root.glob(f"workspace-sessions/*/{SID}.json"))
+    assert [f.meta for f in found if f.path.name == "b1c2d3e4f5"] == [
+        {"sidecar": "execution-log", "sidecar_of": str(session), "session": SID, "execution": "exec-42"}
+    ]
     doc = json.loads(session.read_text())
     doc["history"] += [
         {"message": {"role": "user", "content": "And the tax?", "id": "u3"}},
@@ -110,6 +115,12 @@ def test_env_dir_and_a_late_execution_log(tmp_path, monkeypatch):
         )
     )
     assert ingest(tmp_path / "nohome", store, agents="kiro-ide", env=env).entries_new == 1
+    # the late log is discovered as the session's too (its history names exec-43)
+    found = kiro_ide.discover(DiscoveryContext(home=tmp_path / "nohome", env=env)).files
+    assert {f.path.name: f.meta.get("execution") for f in found if f.path.parent == log} == {
+        "b1c2d3e4f5": "exec-42",
+        "c0ffee": "exec-43",
+    }
     assert q(store, f"SELECT {ENTRY_TEXT} FROM entries e WHERE agent='kiro-ide' AND native_id='a3'") == [
         ("Tax is added too.",)
     ]
