@@ -391,7 +391,8 @@ def _wipe_after(rep: dict, mood: str) -> str:
     )
     # what only this store holds does not come back (newuser24 F10): entries compress or
     # retention cut from their files, and files the agents deleted (the vault's copy)
-    archived = (rep.get("removed") or {}).get("archived") or 0
+    # (not "archived": a scoped purge's rows removed from the Parquet archive)
+    archived = (rep.get("removed") or {}).get("archived_entries") or 0
     gone = r.get("gone") or 0
     lost = [
         *(

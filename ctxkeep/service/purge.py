@@ -81,7 +81,8 @@ class PurgeResult(Shape):
         "token_estimate, archived, coverage: ledger rows of the files removed wholly, text_bytes, vault_files, vault_bytes: stored bytes the vault's packs lose, "
         "vault_raw_bytes: their original bytes, vault_shared: files the folder's other sessions share (Kiro IDE's "
         "sessions.json) kept and rewritten without what they held of the purged sessions; a dry run: "
-        "source_files_gone, those of source_files no longer on disk)",
+        "source_files_gone, those of source_files no longer on disk; --all: archived_entries, entries compress or "
+        "retention cut from their files, which the next ingest does not bring back)",
     )
     files: list[str] | None = Field(None, description="the session files the data came from")
     tombstone: Any = Field(
@@ -110,7 +111,7 @@ class PurgeResult(Shape):
     reread: dict[str, int] | None = Field(
         None,
         description="--all: what the next ingest reads again from the start: {files, bytes} (the files "
-        "the store's watermarks name, on disk now)",
+        "the store's watermarks name, on disk now), and gone: those no longer on disk (only the vault held them)",
     )
     tombstones_kept: int | None = Field(
         None,

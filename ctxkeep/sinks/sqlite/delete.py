@@ -130,7 +130,7 @@ def select_scope(conn: sqlite3.Connection, scope: str, value: str) -> None:
 def store_counts(db: Path) -> dict:
     """The whole store's rows, from a read-only connection to ``db`` (a wipe's
     preview): ``{"entries", "sessions", "contents", "chunks", "usage", "quarantine",
-    "archived"}`` (``archived``: entries of status ``archived``, cut from their files by
+    "archived_entries"}`` (``archived_entries``: entries of status ``archived``, cut from their files by
     ``compress`` or moved out by retention: no agent's file holds them any more).
     Raises sqlite3.Error for a store that cannot be read."""
     conn = open_ro(db)  # (a hot journal rolled back first)
@@ -143,7 +143,7 @@ def store_counts(db: Path) -> dict:
             "chunks": one("SELECT count(*) FROM chunks"),
             "usage": one("SELECT count(*) FROM usage"),
             "quarantine": one("SELECT count(*) FROM quarantine"),
-            "archived": one("SELECT count(*) FROM entries WHERE status = 'archived'"),
+            "archived_entries": one("SELECT count(*) FROM entries WHERE status = 'archived'"),
         }
     finally:
         conn.close()
